@@ -1,0 +1,89 @@
+// cl.cpp - tapc's options declared with llvm::cl, exported to C (see cl.h).
+//
+// Only LLVM Support is linked, statically: it registers a few options of
+// its own (help, version, print-options, ...), so names here avoid those.
+// -help hides LLVM's generic options and shows tapc's category alone.
+#include "config.h"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/Signals.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <string>
+
+#include "frontend/cl.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Cat("tapc options");
+
+static cl::opt<std::string> Input(cl::Positional, cl::desc("<model.onnx | file.ir>"), cl::cat(Cat));
+static cl::opt<std::string> Output("o", cl::desc("Output file (-emit=ir) or directory; default stdout for IR"),
+    cl::value_desc("path"), cl::init(""), cl::cat(Cat));
+static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node (default 1x1)"),
+    cl::value_desc("RxC"), cl::init("1x1"), cl::cat(Cat));
+static cl::opt<std::string> Emit("emit", cl::desc("What to write: ir (the IR after the pipeline)"),
+    cl::value_desc("ir"), cl::init("ir"), cl::cat(Cat));
+static cl::opt<std::string> Passes("passes", cl::desc("Comma-separated pass pipeline (default: the standard one; see -list-passes)"),
+    cl::value_desc("a,b,c"), cl::init(""), cl::cat(Cat));
+static cl::list<std::string> PrintBefore("print-before", cl::desc("Print the IR to stderr before these passes"),
+    cl::CommaSeparated, cl::value_desc("pass,..."), cl::cat(Cat));
+static cl::list<std::string> PrintAfter("print-after", cl::desc("Print the IR to stderr after these passes"),
+    cl::CommaSeparated, cl::value_desc("pass,..."), cl::cat(Cat));
+static cl::opt<bool> PrintBeforeAll("print-before-all", cl::desc("Print the IR to stderr before every pass"), cl::cat(Cat));
+static cl::opt<bool> PrintAfterAll("print-after-all", cl::desc("Print the IR to stderr after every pass"), cl::cat(Cat));
+static cl::opt<std::string> StopAfter("stop-after", cl::desc("Stop the pipeline after this pass and emit"),
+    cl::value_desc("pass"), cl::init(""), cl::cat(Cat));
+static cl::opt<bool> TimePasses("time-passes", cl::desc("Print a table of per-pass times to stderr"), cl::cat(Cat));
+static cl::opt<bool> VerifyEach("verify-each", cl::desc("Run the verifier after every pass"), cl::cat(Cat));
+static cl::opt<std::string> IRDumpDir("ir-dump-dir", cl::desc("Write the IR after each pass to DIR/NN-pass.ir"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(Cat));
+static cl::opt<long long> Batch("batch", cl::desc("Specialize the batch dimension (dim 0 of the inputs) to N"),
+    cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+static cl::opt<long long> MaxModelSize("max-model-size", cl::desc("Refuse model files larger than this many bytes (default 2 GiB)"),
+    cl::value_desc("bytes"), cl::init(0), cl::cat(Cat));
+static cl::opt<bool> ListPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(Cat));
+
+static std::string
+join(const cl::list<std::string> &l)
+{
+	std::string s;
+	for (const auto &x : l) {
+		if (!s.empty())
+			s += ",";
+		s += x;
+	}
+	return s;
+}
+
+static std::string print_before_s, print_after_s;
+
+extern "C" bool
+cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOptions *o)
+{
+	sys::PrintStackTraceOnErrorSignal(argv[0]);
+	cl::HideUnrelatedOptions(Cat);
+	cl::SetVersionPrinter([](raw_ostream &os) { os << PACKAGE_STRING << "\n"; });
+	static cl::extrahelp More(extra);
+	if (!cl::ParseCommandLineOptions(argc, argv, overview, &errs()))
+		return false;
+	print_before_s = join(PrintBefore);
+	print_after_s = join(PrintAfter);
+	o->input = Input.c_str();
+	o->output = Output.c_str();
+	o->mesh = MeshOpt.c_str();
+	o->emit = Emit.c_str();
+	o->passes = Passes.c_str();
+	o->print_before = print_before_s.c_str();
+	o->print_after = print_after_s.c_str();
+	o->print_before_all = PrintBeforeAll;
+	o->print_after_all = PrintAfterAll;
+	o->stop_after = StopAfter.c_str();
+	o->time_passes = TimePasses;
+	o->verify_each = VerifyEach;
+	o->ir_dump_dir = IRDumpDir.c_str();
+	o->batch = Batch;
+	o->max_model_size = MaxModelSize;
+	o->list_passes = ListPasses;
+	return true;
+}

@@ -1,0 +1,207 @@
+/*
+ * tapc.c - the compiler driver: options, load, pass pipeline, emit.
+ *
+ * Needs: the options from cl.cpp, the ONNX loader, the IR reader and the
+ * pass manager.  Exit status 0 on success, 1 for bad input or usage (one
+ * diag line per problem).  Output files are written to a temporary sibling
+ * and renamed, so a failed run leaves nothing half-written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontend/cl.h"
+#include "frontend/onnx.h"
+#include "passes/passes.h"
+
+static const char overview[] =
+    "tapc - automatic 3D-parallel compiler for ONNX models\n"
+    "\n"
+    "  tapc model.onnx -emit=ir               print the shaped, folded IR\n"
+    "  tapc model.onnx -print-after-all       watch every pass change it\n"
+    "  tapc dump.ir -passes=fold-constants    run one pass on a dumped IR file\n"
+    "\n"
+    "tapc reads an ONNX model (or tapc's textual IR, *.ir), validates it as\n"
+    "untrusted input, infers a static shape for every tensor and runs the\n"
+    "pass pipeline.  Options take one dash or two, with '=' or a space\n"
+    "(-mesh 2x8, -mesh=2x8, --mesh 2x8); @FILE reads more options from FILE.\n";
+
+static char *
+extra_help(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fprintf(f, "\nPASSES (-passes=a,b,c; default %s):\n", PASS_DEFAULT_PIPELINE);
+	for (int i = 0; i < pass_count; i++)
+		fprintf(f, "  %-18s %s\n", pass_registry[i].name, pass_registry[i].help);
+	fprintf(f, "\nEXIT STATUS: 0 success; 1 bad input or usage, one line per problem:\n"
+	    "  tapc: error: model.onnx: node '/h.0/attn/MatMul' (MatMul): input 1 is f32[5,4], expected [4,N]\n"
+	    "\nDocumentation: README.md, docs/ir.md (reading the IR), docs/ops.md (operators),\n"
+	    "docs/usage.md (every option).\n");
+	fclose(f);
+	return buf;
+}
+
+static bool
+parse_mesh(const char *s, Mesh *m)
+{
+	char *end;
+	long r = strtol(s, &end, 10);
+	if (end == s || (*end != 'x' && *end != 'X'))
+		return false;
+	const char *c = end + 1;
+	long k = strtol(c, &end, 10);
+	if (end == c || *end || r < 1 || k < 1 || r > 4096 || k > 4096 || r * k > 65536)
+		return false;
+	m->rows = (int)r;
+	m->cols = (int)k;
+	return true;
+}
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+#define MAX_IR_TEXT ((size_t)1 << 30)
+
+static Graph *
+read_ir_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		diag_file(path, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			if (cap > MAX_IR_TEXT) {
+				diag_file(path, "IR text is larger than %zu bytes", MAX_IR_TEXT);
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = realloc(buf, cap + 1);
+			if (!buf)
+				die("out of memory");
+		}
+		size_t r = fread(buf + len, 1, cap - len, f);
+		len += r;
+		if (r == 0)
+			break;
+	}
+	fclose(f);
+	buf[len] = 0;
+	Graph *g = ir_read(buf, len, path);
+	free(buf);
+	return g;
+}
+
+/* Write the IR to path through a temporary sibling renamed into place. */
+static bool
+write_ir(Graph *g, const char *path)
+{
+	if (!*path || strcmp(path, "-") == 0) {
+		ir_print(stdout, g);
+		return fflush(stdout) == 0;
+	}
+	size_t n = strlen(path) + 16;
+	char *tmp = malloc(n);
+	snprintf(tmp, n, "%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		diag_error("cannot write '%s': %s", path, strerror(errno));
+		free(tmp);
+		return false;
+	}
+	fchmod(fd, 0644);
+	FILE *f = fdopen(fd, "w");
+	ir_print(f, g);
+	bool ok = fflush(f) == 0;
+	ok = (fclose(f) == 0) && ok && rename(tmp, path) == 0;
+	if (!ok) {
+		diag_error("cannot write '%s': %s", path, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	return ok;
+}
+
+int
+main(int argc, char **argv)
+{
+	TapcOptions o = {0};
+	char *extra = extra_help();
+	if (!cl_parse(argc, argv, overview, extra, &o))
+		return 1;
+	if (o.list_passes) {
+		for (int i = 0; i < pass_count; i++)
+			printf("%-18s %s\n", pass_registry[i].name, pass_registry[i].help);
+		return 0;
+	}
+
+	PassCtx cx = {.batch = o.batch};
+	const char *pipeline = *o.passes ? o.passes : PASS_DEFAULT_PIPELINE;
+	bool ok = pass_check_pipeline(pipeline, "-passes") &
+	    pass_check_pipeline(o.print_before, "-print-before") &
+	    pass_check_pipeline(o.print_after, "-print-after") &
+	    pass_check_pipeline(o.stop_after, "-stop-after");
+	if (!parse_mesh(o.mesh, &cx.mesh)) {
+		diag_error("-mesh=%s: expected ROWSxCOLS with positive sizes, e.g. 2x8", o.mesh);
+		ok = false;
+	}
+	if (strcmp(o.emit, "ir") != 0) {
+		diag_error("-emit=%s: this tapc emits 'ir' only (the C backend and plan.json come with the backend)",
+		    o.emit);
+		ok = false;
+	}
+	if (o.batch < 0) {
+		diag_error("-batch=%lld: expected a positive batch size", (long long)o.batch);
+		ok = false;
+	}
+	if (!*o.input) {
+		diag_error("no input file (tapc -help shows usage)");
+		ok = false;
+	}
+	if (!ok)
+		return 1;
+
+	Graph *g;
+	if (ends_with(o.input, ".ir")) {
+		if (o.batch) {
+			diag_error("-batch applies to ONNX models, not to IR files");
+			return 1;
+		}
+		g = read_ir_file(o.input);
+	} else {
+		OnnxOptions lo = {.max_size = o.max_model_size, .batch = o.batch};
+		g = onnx_load(o.input, &lo);
+	}
+	if (!g)
+		return 1;
+
+	PassOptions po = {
+		.print_before = o.print_before,
+		.print_after = o.print_after,
+		.print_before_all = o.print_before_all,
+		.print_after_all = o.print_after_all,
+		.stop_after = o.stop_after,
+		.time_passes = o.time_passes,
+		.verify_each = o.verify_each,
+		.ir_dump_dir = o.ir_dump_dir,
+		.print_stream = stderr,
+	};
+	ok = pass_run_pipeline(g, &cx, pipeline, &po) && write_ir(g, o.output);
+	ir_free(g);
+	free(extra);
+	return ok && diag_count == 0 ? 0 : 1;
+}

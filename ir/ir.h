@@ -1,0 +1,274 @@
+/*
+ * ir.h - tapc's intermediate representation: every IR type in one header.
+ *
+ * A Graph is an op graph in SSA form.  Tensors and nodes live in arrays owned
+ * by the graph and are referenced by integer ids (TensorId, NodeId), never by
+ * pointers a pass has to keep in sync.  Strings and small arrays come from
+ * the graph's arena and are freed with it at once (ir_free).
+ *
+ * Weights are referenced, not loaded: a tensor whose bytes live in a file
+ * records (file, offset, length); only small constants (shape arithmetic,
+ * Constant nodes, varint-encoded initializers) carry their bytes inline.
+ *
+ * Later passes annotate the same graph: GraphNode groups (TAP), shared
+ * subgraph templates, sharding, pipeline stages, and the phase field leaves
+ * room for backward and optimizer nodes without changing the layout.
+ */
+#ifndef TAPC_IR_H
+#define TAPC_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------- ops */
+
+typedef enum {
+#define OP(name, kind) OP_##name,
+#include "ir/ops.def"
+#undef OP
+	OP_COUNT
+} Op;
+
+typedef enum {
+	OPK_UNARY, OPK_BINARY, OPK_VARIADIC, OPK_REDUCE, OPK_SHAPE, OPK_NN
+} OpKind;
+
+const char *ir_op_name(Op op);          /* "MatMul" */
+OpKind ir_op_kind(Op op);
+bool ir_op_lookup(const char *name, Op *op); /* false if unsupported */
+
+/* -------------------------------------------------------------- dtypes */
+
+/* Values are ONNX TensorProto.DataType's, so the loader copies them. */
+typedef enum {
+	DT_UNDEF = 0,
+	DT_F32 = 1, DT_U8 = 2, DT_I8 = 3, DT_U16 = 4, DT_I16 = 5,
+	DT_I32 = 6, DT_I64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_F16 = 10,
+	DT_F64 = 11, DT_U32 = 12, DT_U64 = 13, DT_C64 = 14, DT_C128 = 15,
+	DT_BF16 = 16,
+	DT_COUNT
+} DType;
+
+const char *ir_dtype_name(DType t);     /* "f32"; "?" for unknown values */
+bool ir_dtype_lookup(const char *name, DType *t);
+int ir_dtype_size(DType t);             /* bytes per element; 0 for string/undef */
+
+/* --------------------------------------------------------------- arena */
+
+typedef struct ArenaBlock ArenaBlock;
+typedef struct {
+	ArenaBlock *head;                /* newest block first */
+} Arena;
+
+void *ir_alloc(Arena *a, size_t n);     /* zeroed, 16-byte aligned; dies on OOM */
+char *ir_strdup(Arena *a, const char *s);
+void ir_arena_free(Arena *a);
+
+/* ------------------------------------------------------------- tensors */
+
+typedef int32_t TensorId;
+typedef int32_t NodeId;
+#define IR_NONE (-1)                    /* absent tensor, node or group */
+
+#define IR_MAX_RANK 8
+
+typedef enum {
+	TK_VALUE,                       /* produced by a node */
+	TK_INPUT,                       /* graph input, fed at run time */
+	TK_WEIGHT,                      /* initializer (parameter) */
+	TK_CONST,                       /* constant made by tapc or a Constant attribute */
+} TensorKind;
+
+/* Where a tensor's bytes are.  Only weights and constants have data. */
+typedef enum {
+	DATA_NONE,
+	DATA_FILE,                      /* little-endian bytes in files[file] */
+	DATA_INLINE,                    /* bytes in the arena */
+} DataKind;
+
+typedef struct {
+	const char *name;               /* ONNX value name, unique in the graph */
+	TensorKind kind;
+	DType dtype;
+	int rank;                       /* -1 until shape inference has run */
+	int64_t dims[IR_MAX_RANK];      /* static shape, each >= 0 */
+	NodeId producer;                /* IR_NONE for inputs, weights, constants */
+	DataKind data;
+	int file;                       /* DATA_FILE: index into Graph.files */
+	int64_t offset;                 /* DATA_FILE: byte offset in that file */
+	int64_t length;                 /* DATA_FILE/INLINE: byte length */
+	void *bytes;                    /* DATA_INLINE: element data */
+	void *value;                    /* known contents (any kind), or NULL: see ir_value */
+	const char *sym0;               /* symbolic name of dim 0 before -batch, or NULL */
+} Tensor;
+
+int64_t ir_numel(const Tensor *t);      /* product of dims; 1 for a scalar */
+int64_t ir_nbytes(const Tensor *t);
+
+/* ---------------------------------------------------------- attributes */
+
+typedef enum {
+	ATTR_FLOAT, ATTR_INT, ATTR_STRING, ATTR_TENSOR,
+	ATTR_FLOATS, ATTR_INTS, ATTR_STRINGS,
+} AttrType;
+
+typedef struct {
+	const char *name;
+	AttrType type;
+	int n;                          /* element count for the list types */
+	union {
+		float f;
+		int64_t i;
+		const char *s;
+		TensorId t;             /* a TK_CONST tensor holding the value */
+		float *fs;
+		int64_t *is;
+		const char **ss;
+	};
+} Attr;
+
+/* --------------------------------------------------------------- nodes */
+
+typedef enum {
+	PHASE_FWD,                      /* forward (inference) computation */
+	PHASE_BWD,                      /* backward: gradients (training, later) */
+	PHASE_OPT,                      /* optimizer step (training, later) */
+} Phase;
+
+typedef struct {
+	Op op;
+	const char *name;               /* ONNX node name, kept for diagnostics ("" if none) */
+	int nin, nout;
+	TensorId *in;                   /* IR_NONE for an omitted optional input */
+	TensorId *out;
+	int nattr;
+	Attr *attr;                     /* sorted by name */
+	int group;                      /* GraphNode id, IR_NONE before grouping */
+	int stage;                      /* pipeline stage, IR_NONE before stage-assign */
+	Phase phase;
+	bool dead;                      /* removed; ir_compact drops it */
+} Node;
+
+/* --------------------------------------------------------------- graph */
+
+typedef struct {
+	const char *name;               /* GraphNode name (longest common scope) */
+	int nnodes;
+	NodeId *nodes;                  /* member ops in topological order */
+	int tmpl;                       /* shared-subgraph template, IR_NONE if none */
+} GraphNode;
+
+typedef struct {
+	int rows, cols;                 /* device mesh rows x cols (nodes x devices) */
+	int dp, tp, pp;                 /* degrees; 0 = not chosen yet */
+} Mesh;
+
+typedef struct Graph {
+	Arena arena;
+	const char *name;               /* ONNX graph name */
+	const char *model;              /* model path as given (diagnostics, dumps) */
+	const char *dir;                /* directory that file paths are relative to */
+	int64_t opset;                  /* default-domain opset version */
+
+	int ntensors, captensors;
+	Tensor *tensors;
+	int nnodes, capnodes;
+	Node *nodes;                    /* topological order once verified */
+
+	int ninputs, noutputs;
+	TensorId *inputs;               /* graph inputs, in ONNX order */
+	TensorId *outputs;
+
+	int nfiles;
+	const char **files;             /* [0] the model; others external data, relative to dir */
+
+	int ngroups;
+	GraphNode *groups;              /* TAP GraphNodes, empty before grouping */
+
+	Mesh mesh;
+
+	/* def-use, rebuilt by ir_reindex */
+	int *nusers;                    /* per tensor */
+	NodeId **users;                 /* per tensor, the consuming nodes */
+} Graph;
+
+Graph *ir_new(const char *name);
+void ir_free(Graph *g);
+
+TensorId ir_add_tensor(Graph *g, const char *name, TensorKind kind, DType dt);
+NodeId ir_add_node(Graph *g, Op op, const char *name, int nin, const TensorId *in,
+    int nout, const TensorId *out);
+void ir_set_shape(Tensor *t, int rank, const int64_t *dims);
+int ir_add_file(Graph *g, const char *path);        /* index; reuses an equal path */
+void ir_add_input(Graph *g, TensorId t);
+void ir_add_output(Graph *g, TensorId t);
+
+/* Attributes: setters keep the node's list sorted by name. */
+Attr *ir_set_attr(Graph *g, NodeId n, const char *name, AttrType type);
+const Attr *ir_attr(const Graph *g, NodeId n, const char *name);
+int64_t ir_attr_int(const Graph *g, NodeId n, const char *name, int64_t dflt);
+float ir_attr_float(const Graph *g, NodeId n, const char *name, float dflt);
+const char *ir_attr_str(const Graph *g, NodeId n, const char *name, const char *dflt);
+
+/* Rebuild users[] from the node list; call after changing edges. */
+void ir_reindex(Graph *g);
+/* Drop dead nodes and tensors nothing refers to; renumbers ids and reindexes. */
+void ir_compact(Graph *g);
+
+static inline Tensor *ir_tensor(Graph *g, TensorId t) { return &g->tensors[t]; }
+static inline Node *ir_node(Graph *g, NodeId n) { return &g->nodes[n]; }
+
+/* Shape string "f32[4,16,64]" into buf (at least IR_TYPESTR bytes). */
+#define IR_TYPESTR 160
+char *ir_typestr(const Tensor *t, char *buf);
+
+/* --------------------------------------------------------- diagnostics */
+
+/*
+ * Errors in the user's input go through diag_*: one line each,
+ * "tapc: error: FILE: node 'NAME' (OP): message".  They are counted, written
+ * to diag_stream (stderr unless a test redirects it) and the last one is kept
+ * for tests.  Compiler bugs use die(), which reports file:line and aborts.
+ */
+extern FILE *diag_stream;
+extern int diag_count;
+extern char diag_last[1024];
+
+void diag_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void diag_file(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void diag_node(const Graph *g, NodeId n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_reset(void);
+
+_Noreturn void die_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define unreachable() die_at(__FILE__, __LINE__, "unreachable")
+
+/* ------------------------------------------------- shape and constants */
+
+/*
+ * Shape inference (ir/infer.c) sets the dtype and shape of a node's outputs
+ * from its inputs and attributes, and for shape arithmetic (ir/eval.c)
+ * computes their values when all inputs are known.  Returns false after a
+ * diag_node() error.
+ */
+bool ir_infer_node(Graph *g, NodeId n);
+bool ir_infer_all(Graph *g);            /* every node in order */
+bool ir_eval_node(Graph *g, NodeId n);  /* true if it set the outputs' values */
+/* The contents of t if known: inline bytes, a small integer weight read
+ * from its file (cached; shape constants), or an evaluated value.  NULL if
+ * unknown, too large, or a floating-point weight (never needed to plan). */
+const void *ir_value(Graph *g, TensorId t);
+#define IR_EVAL_MAX_ELEMS 65536         /* larger results are left to run time */
+
+/* ------------------------------------------------------ text form (IR) */
+
+void ir_print(FILE *f, Graph *g);
+/* A float that reads back as one: always has '.', 'e', "inf" or "nan". */
+void ir_put_float(FILE *f, double v, int digits);
+/* Parse the text form; NULL after diag errors.  path names the input for them. */
+Graph *ir_read(const char *text, size_t len, const char *path);
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * print.c - write a graph in tapc's textual IR (docs/ir.md has the grammar).
+ *
+ * One line per tensor source or node, in topological order; tensors are
+ * renumbered %0, %1, ... in order of appearance, so the text depends only on
+ * the graph and never on ids, pointers or time.  ir/read.c parses the same
+ * text back: print -> read -> print is byte-identical.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+typedef struct {
+	FILE *f;
+	Graph *g;
+	int *num;                       /* printed number per tensor, -1 if none yet */
+	int next;
+} Printer;
+
+/* Quote s with C escapes; names from ONNX can hold anything. */
+static void
+put_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* A float that reads back as a float: always has '.', 'e', "inf" or "nan". */
+void
+ir_put_float(FILE *f, double v, int digits)
+{
+	char buf[64];
+	if (isnan(v)) {
+		fputs(signbit(v) ? "-nan" : "nan", f);
+		return;
+	}
+	if (isinf(v)) {
+		fputs(v < 0 ? "-inf" : "inf", f);
+		return;
+	}
+	snprintf(buf, sizeof buf, "%.*g", digits, v);
+	if (!strpbrk(buf, ".e"))
+		strcat(buf, ".0");
+	fputs(buf, f);
+}
+
+static bool
+is_plain(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!(('a' <= *s && *s <= 'z') || ('A' <= *s && *s <= 'Z') ||
+		    ('0' <= *s && *s <= '9') || *s == '.' || *s == '_' || *s == '-' || *s == '/'))
+			return false;
+	return true;
+}
+
+static void
+put_values(FILE *f, DType dt, const void *p, int64_t n)
+{
+	fputc('[', f);
+	for (int64_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		switch (dt) {
+		case DT_F32: ir_put_float(f, ((const float *)p)[i], 9); break;
+		case DT_F64: ir_put_float(f, ((const double *)p)[i], 17); break;
+		case DT_I64: fprintf(f, "%" PRId64, ((const int64_t *)p)[i]); break;
+		case DT_I32: fprintf(f, "%" PRId32, ((const int32_t *)p)[i]); break;
+		case DT_I16: fprintf(f, "%" PRId16, ((const int16_t *)p)[i]); break;
+		case DT_I8: fprintf(f, "%" PRId8, ((const int8_t *)p)[i]); break;
+		case DT_U64: fprintf(f, "%" PRIu64, ((const uint64_t *)p)[i]); break;
+		case DT_U32: fprintf(f, "%" PRIu32, ((const uint32_t *)p)[i]); break;
+		case DT_U16: fprintf(f, "%" PRIu16, ((const uint16_t *)p)[i]); break;
+		case DT_U8: case DT_BOOL: fprintf(f, "%u", ((const uint8_t *)p)[i]); break;
+		case DT_F16: case DT_BF16:
+			fprintf(f, "0x%04x", ((const uint16_t *)p)[i]);
+			break;
+		default: die("cannot print %s values", ir_dtype_name(dt));
+		}
+	}
+	fputc(']', f);
+}
+
+static int
+number(Printer *pr, TensorId t)
+{
+	if (pr->num[t] < 0)
+		pr->num[t] = pr->next++;
+	return pr->num[t];
+}
+
+static void
+put_ref(Printer *pr, TensorId t)
+{
+	if (t == IR_NONE)
+		fputc('_', pr->f);
+	else
+		fprintf(pr->f, "%%%d", number(pr, t));
+}
+
+static void
+put_source(Printer *pr, TensorId id)
+{
+	Graph *g = pr->g;
+	Tensor *t = &g->tensors[id];
+	char ty[IR_TYPESTR];
+	fprintf(pr->f, "  %%%d = ", number(pr, id));
+	switch (t->kind) {
+	case TK_INPUT: fputs("input ", pr->f); break;
+	case TK_WEIGHT: fputs("weight ", pr->f); break;
+	case TK_CONST: fputs("const ", pr->f); break;
+	default: unreachable();
+	}
+	if (t->kind != TK_CONST) {
+		put_quoted(pr->f, t->name);
+		fputc(' ', pr->f);
+	}
+	fputs(ir_typestr(t, ty), pr->f);
+	if (t->data == DATA_FILE) {
+		fputs(" @", pr->f);
+		if (is_plain(g->files[t->file]))
+			fputs(g->files[t->file], pr->f);
+		else
+			put_quoted(pr->f, g->files[t->file]);
+		fprintf(pr->f, "+0x%" PRIx64, (uint64_t)t->offset);
+	} else if (t->data == DATA_INLINE) {
+		fputs(" = ", pr->f);
+		put_values(pr->f, t->dtype, t->bytes, ir_numel(t));
+	}
+	fputc('\n', pr->f);
+}
+
+static void
+put_attr(Printer *pr, const Attr *a)
+{
+	FILE *f = pr->f;
+	fprintf(f, "%s=", a->name);
+	switch (a->type) {
+	case ATTR_INT: fprintf(f, "%" PRId64, a->i); break;
+	case ATTR_FLOAT: ir_put_float(f, a->f, 9); break;
+	case ATTR_STRING: put_quoted(f, a->s); break;
+	case ATTR_TENSOR: put_ref(pr, a->t); break;
+	case ATTR_INTS:
+		if (!a->n)
+			fputs("ints[]", f);
+		else
+			put_values(f, DT_I64, a->is, a->n);
+		break;
+	case ATTR_FLOATS:
+		if (!a->n)
+			fputs("floats[]", f);
+		else
+			put_values(f, DT_F32, a->fs, a->n);
+		break;
+	case ATTR_STRINGS:
+		fputs(a->n ? "[" : "strings[", f);
+		for (int i = 0; i < a->n; i++) {
+			if (i)
+				fputc(',', f);
+			put_quoted(f, a->ss[i]);
+		}
+		fputc(']', f);
+		break;
+	}
+}
+
+static void
+put_node(Printer *pr, NodeId id)
+{
+	Graph *g = pr->g;
+	Node *n = &g->nodes[id];
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	FILE *out = pr->f;
+	char ty[IR_TYPESTR];
+
+	/* tensors an attribute refers to are printed as sources first */
+	for (int i = 0; i < n->nattr; i++)
+		if (n->attr[i].type == ATTR_TENSOR && pr->num[n->attr[i].t] < 0)
+			put_source(pr, n->attr[i].t);
+
+	pr->f = f;
+	fputs("  ", f);
+	for (int i = 0; i < n->nout; i++) {
+		if (i)
+			fputs(", ", f);
+		put_ref(pr, n->out[i]);
+	}
+	fprintf(f, " = %s", ir_op_name(n->op));
+	for (int i = 0; i < n->nin; i++) {
+		fputs(i ? ", " : " ", f);
+		put_ref(pr, n->in[i]);
+	}
+	if (n->nattr) {
+		fputs(" {", f);
+		for (int i = 0; i < n->nattr; i++) {
+			if (i)
+				fputc(' ', f);
+			put_attr(pr, &n->attr[i]);
+		}
+		fputc('}', f);
+	}
+	fputs(" :", f);
+	for (int i = 0; i < n->nout; i++) {
+		fputs(i ? ", " : " ", f);
+		if (n->out[i] == IR_NONE)
+			fputc('_', f);
+		else
+			fputs(ir_typestr(&g->tensors[n->out[i]], ty), f);
+	}
+	if (n->group != IR_NONE)
+		fprintf(f, " group=%d", n->group);
+	if (n->stage != IR_NONE)
+		fprintf(f, " stage=%d", n->stage);
+	fclose(f);
+	pr->f = out;
+
+	fputs(line, out);
+	if (n->name[0]) {
+		for (int col = (int)len; col < 60; col++)
+			fputc(' ', out);
+		fputs("  # ", out);
+		for (const char *p = n->name; *p; p++) {
+			if (*p == '\n')
+				fputs("\\n", out);
+			else if (*p == '\\')
+				fputs("\\\\", out);
+			else
+				fputc(*p, out);
+		}
+	}
+	fputc('\n', out);
+	free(line);
+}
+
+void
+ir_print(FILE *f, Graph *g)
+{
+	Printer pr = {.f = f, .g = g};
+	pr.num = malloc(sizeof *pr.num * (g->ntensors + 1));
+	if (!pr.num)
+		die("out of memory");
+	bool *used = calloc(g->ntensors + 1, 1);
+	if (!used)
+		die("out of memory");
+	for (int i = 0; i < g->ntensors; i++)
+		pr.num[i] = -1;
+	for (NodeId n = 0; n < g->nnodes; n++)
+		for (int i = 0; i < g->nodes[n].nin && !g->nodes[n].dead; i++)
+			if (g->nodes[n].in[i] != IR_NONE)
+				used[g->nodes[n].in[i]] = true;
+	for (int i = 0; i < g->noutputs; i++)
+		used[g->outputs[i]] = true;
+
+	fputs("graph ", f);
+	put_quoted(f, g->name);
+	fputs(" model=", f);
+	put_quoted(f, g->model);
+	fprintf(f, " opset=%" PRId64, g->opset);
+	if (g->mesh.rows)
+		fprintf(f, " mesh=%dx%d dp=%d tp=%d pp=%d", g->mesh.rows, g->mesh.cols,
+		    g->mesh.dp, g->mesh.tp, g->mesh.pp);
+	fputc('\n', f);
+
+	for (int i = 0; i < g->ninputs; i++)
+		put_source(&pr, g->inputs[i]);
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		Tensor *tt = &g->tensors[t];
+		if (pr.num[t] >= 0 || tt->kind == TK_VALUE || tt->kind == TK_INPUT)
+			continue;
+		/* constants only an attribute uses are printed beside that node */
+		if (tt->kind == TK_CONST && !used[t])
+			continue;
+		put_source(&pr, t);
+	}
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead)
+			put_node(&pr, n);
+	for (int i = 0; i < g->noutputs; i++) {
+		fputs("  output ", f);
+		put_ref(&pr, g->outputs[i]);
+		fputc(' ', f);
+		put_quoted(f, g->tensors[g->outputs[i]].name);
+		fputc('\n', f);
+	}
+	free(pr.num);
+	free(used);
+}

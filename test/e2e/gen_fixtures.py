@@ -1,0 +1,480 @@
+#!/usr/bin/python3
+"""Generate tapc's end-to-end test fixtures (ONNX test-data layout).
+
+Run with Debian's system python (torch 1.13, onnx 1.12, numpy 1.24), from any
+directory:
+
+    /usr/bin/python3 test/e2e/gen_fixtures.py [--ort-dir /tmp/ort] [--no-ort]
+
+For every model NAME it writes
+
+    test/e2e/NAME/model.onnx
+    test/e2e/NAME/test_data_set_0/input_N.pb, output_N.pb   (batch 1)
+    test/e2e/NAME/test_data_set_1/input_N.pb, output_N.pb   (batch 4)
+
+Reference outputs come from the torch model itself (eval mode, float32).
+Weights are seeded, so re-running reproduces the same files.
+
+Opsets:
+    gpt   opset 14   (tril -> Trilu needs >= 14)
+    bert  opset 13
+    mlp   opset 13
+    cnn   opset 13   (exported with TrainingMode.PRESERVE on an eval-mode model
+                      so BatchNormalization is kept, not folded into Conv)
+    ln17  opset 17   (torch emits LayerNormalization)
+All models but ln17 thus have LayerNorm decomposed into
+ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add.  Dim 0 of every input and output is
+symbolic ("batch"); all other dims are static.
+
+If onnxruntime-node is installed (see ort_run.js; --ort-dir names the directory
+holding node_modules/, default /tmp/ort), every test data set is also run
+through onnxruntime with one intra-op thread and compared with torch; the
+report goes to stdout and to test/e2e/ort_crosscheck.txt, and the script fails
+if any max abs error exceeds 1e-4.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ABS_TOL = 1e-4
+
+
+# ---------------------------------------------------------------- models
+
+def perturb_norms(model, gen):
+    """Give LayerNorm / BatchNorm non-trivial parameters and running stats."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
+                m.weight.copy_(1.0 + 0.2 * torch.randn(m.weight.shape, generator=gen))
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(0.2 * torch.randn(m.running_mean.shape, generator=gen))
+                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, hidden, heads, seq):
+        super().__init__()
+        self.hidden, self.heads = hidden, heads
+        self.c_attn = nn.Linear(hidden, 3 * hidden)   # fused q,k,v (GPT-2 c_attn)
+        self.c_proj = nn.Linear(hidden, hidden)
+        self.seq = seq
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.hidden, dim=2)
+        hs = C // self.heads
+        q = q.view(B, T, self.heads, hs).transpose(1, 2)
+        k = k.view(B, T, self.heads, hs).transpose(1, 2)
+        v = v.view(B, T, self.heads, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        causal = torch.tril(torch.ones(T, T, device=x.device))
+        att = att.masked_fill(causal == 0, float('-inf'))
+        att = F.softmax(att, dim=-1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, hidden, heads, seq):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.attn = CausalSelfAttention(hidden, heads, seq)
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.mlp = nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(),
+                                 nn.Linear(4 * hidden, hidden))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=128, seq=16, hidden=64, heads=4, layers=2):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(seq, hidden)
+        self.h = nn.ModuleList([GPTBlock(hidden, heads, seq) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(hidden)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight          # tied
+        with torch.no_grad():
+            self.wte.weight.normal_(0.0, 0.3)
+            self.wpe.weight.normal_(0.0, 0.1)
+
+    def forward(self, idx):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device).unsqueeze(0)
+        x = self.wte(idx) + self.wpe(pos)
+        for blk in self.h:
+            x = blk(x)
+        return self.lm_head(self.ln_f(x))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, hidden, heads, inter):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.ln_attn = nn.LayerNorm(hidden, eps=1e-12)
+        self.inter = nn.Linear(hidden, inter)
+        self.out = nn.Linear(inter, hidden)
+        self.ln_out = nn.LayerNorm(hidden, eps=1e-12)
+
+    def split_heads(self, x):
+        B, T, C = x.size()
+        return x.view(B, T, self.heads, C // self.heads).permute(0, 2, 1, 3)
+
+    def forward(self, x, ext_mask):
+        B, T, C = x.size()
+        q = self.split_heads(self.query(x))
+        k = self.split_heads(self.key(x))
+        v = self.split_heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(C // self.heads)
+        scores = scores + ext_mask
+        probs = F.softmax(scores, dim=-1)
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous().view(B, T, C)
+        x = self.ln_attn(self.attn_out(ctx) + x)            # post-LN
+        h = F.gelu(self.inter(x))
+        return self.ln_out(self.out(h) + x)
+
+
+class Bert(nn.Module):
+    def __init__(self, vocab=96, seq=12, hidden=64, heads=4, inter=128, layers=2,
+                 type_vocab=2):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.position = nn.Embedding(seq, hidden)
+        self.token_type = nn.Embedding(type_vocab, hidden)
+        self.ln = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList([BertLayer(hidden, heads, inter) for _ in range(layers)])
+        self.pool = nn.Linear(hidden, hidden)
+        self.seq = seq
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        T = input_ids.size(1)
+        pos = torch.arange(T, dtype=torch.long, device=input_ids.device).unsqueeze(0)
+        x = self.word(input_ids) + self.position(pos) + self.token_type(token_type_ids)
+        x = self.ln(x)
+        ext = attention_mask[:, None, None, :].to(torch.float32)
+        ext = (1.0 - ext) * -10000.0
+        for layer in self.layers:
+            x = layer(x, ext)
+        pooled = torch.tanh(self.pool(x[:, 0]))
+        return x, pooled
+
+
+class MLP(nn.Module):
+    def __init__(self, features=32, hidden=64, out=10):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, out))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class CNN(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.MaxPool2d(2),                                       # 16 -> 8
+            nn.Conv2d(8, 16, 3, stride=1, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.AvgPool2d(2),                                       # 8 -> 4
+            nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1))                               # GlobalAveragePool
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        return self.fc(self.flatten(self.features(x)))
+
+
+class LN17(nn.Module):
+    def __init__(self, hidden=32, inter=64):
+        super().__init__()
+        self.fc1 = nn.Linear(hidden, inter)
+        self.ln = nn.LayerNorm(inter)
+        self.fc2 = nn.Linear(inter, hidden)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.ln(self.fc1(x))))
+
+
+# ---------------------------------------------------------------- inputs
+
+def gpt_inputs(batch, gen, seq=16, vocab=128):
+    return {'idx': torch.randint(0, vocab, (batch, seq), generator=gen)}
+
+
+def bert_inputs(batch, gen, seq=12, vocab=96):
+    ids = torch.randint(0, vocab, (batch, seq), generator=gen)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    tt = torch.zeros(batch, seq, dtype=torch.long)
+    for b in range(batch):
+        valid = seq - (3 * b + 2) % (seq // 2)   # batch 1: 10 valid; others vary
+        mask[b, valid:] = 0
+        tt[b, valid // 2:valid] = 1
+    return {'input_ids': ids, 'attention_mask': mask, 'token_type_ids': tt}
+
+
+def mlp_inputs(batch, gen):
+    return {'x': torch.randn(batch, 32, generator=gen)}
+
+
+def cnn_inputs(batch, gen):
+    return {'x': torch.randn(batch, 3, 16, 16, generator=gen)}
+
+
+def ln17_inputs(batch, gen):
+    return {'x': torch.randn(batch, 8, 32, generator=gen)}
+
+
+# name: (constructor, input fn, output names, opset, training mode)
+MODELS = {
+    'gpt': (GPT, gpt_inputs, ['logits'], 14, None),
+    'bert': (Bert, bert_inputs, ['last_hidden_state', 'pooler_output'], 13, None),
+    'mlp': (MLP, mlp_inputs, ['y'], 13, None),
+    'cnn': (CNN, cnn_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
+    'ln17': (LN17, ln17_inputs, ['y'], 17, None),
+}
+BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
+
+
+# ---------------------------------------------------------------- export
+
+def write_pb(path, arr, name):
+    t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
+    with open(path, 'wb') as f:
+        f.write(t.SerializeToString())
+
+
+def export(name):
+    ctor, make_inputs, out_names, opset, training = MODELS[name]
+    seed = 1234 + sorted(MODELS).index(name)
+    torch.manual_seed(seed)
+    model = ctor()
+    gen = torch.Generator().manual_seed(seed + 1)
+    perturb_norms(model, gen)
+    model.eval()
+
+    mdir = os.path.join(HERE, name)
+    if os.path.isdir(mdir):
+        shutil.rmtree(mdir)
+    os.makedirs(mdir)
+
+    data_gen = torch.Generator().manual_seed(seed + 2)
+    datasets = [make_inputs(b, data_gen) for b in BATCHES]
+    in_names = list(datasets[0].keys())
+    dyn = {n: {0: 'batch'} for n in in_names + out_names}
+    kwargs = dict(input_names=in_names, output_names=out_names, dynamic_axes=dyn,
+                  opset_version=opset, do_constant_folding=True)
+    if training is not None:
+        kwargs['training'] = training
+    model_path = os.path.join(mdir, 'model.onnx')
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(datasets[0][n] for n in in_names), model_path,
+                          **kwargs)
+
+    refs = []
+    for i, inputs in enumerate(datasets):
+        ddir = os.path.join(mdir, 'test_data_set_%d' % i)
+        os.makedirs(ddir)
+        with torch.no_grad():
+            outs = model(*[inputs[n] for n in in_names])
+        if not isinstance(outs, (tuple, list)):
+            outs = (outs,)
+        for j, n in enumerate(in_names):
+            write_pb(os.path.join(ddir, 'input_%d.pb' % j), inputs[n].numpy(), n)
+        for j, (n, o) in enumerate(zip(out_names, outs)):
+            assert o.dtype == torch.float32
+            write_pb(os.path.join(ddir, 'output_%d.pb' % j), o.numpy(), n)
+        refs.append(outs)
+
+    # torch's exporter names non-batch output dims symbolically when they are
+    # computed from Shape (e.g. 'MatMullogits_dim_1' for the sequence length);
+    # pin every output dim but 0 to its static value so only 'batch' is
+    # symbolic.  This touches output type metadata only, never a node.
+    m = onnx.load(model_path)
+    for vi, o in zip(m.graph.output, refs[0]):
+        dims = vi.type.tensor_type.shape.dim
+        assert len(dims) == o.dim(), (name, vi.name)
+        for k, d in enumerate(dims):
+            if k == 0:
+                d.dim_param = 'batch'
+            else:
+                d.dim_value = o.shape[k]
+    onnx.checker.check_model(m)
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    onnx.save(m, model_path)
+    return mdir
+
+
+# ---------------------------------------------------------------- op summary
+
+def op_summary(model_path):
+    m = onnx.load(model_path)
+    ops = {}
+    for node in m.graph.node:
+        d = ops.setdefault(node.op_type, {'count': 0, 'attrs': set(), 'ninputs': set()})
+        d['count'] += 1
+        d['attrs'].update(a.name for a in node.attribute)
+        d['ninputs'].add(len(node.input))
+    opset = [(o.domain or 'ai.onnx', o.version) for o in m.opset_import]
+    return opset, ops
+
+
+def format_summary(name, model_path):
+    opset, ops = op_summary(model_path)
+    lines = ['%s: opset %s, %d bytes, %d nodes' % (
+        name, ', '.join('%s=%d' % o for o in opset), os.path.getsize(model_path),
+        sum(d['count'] for d in ops.values()))]
+    for op in sorted(ops):
+        d = ops[op]
+        lines.append('  %-20s x%-3d inputs=%s attrs=%s' % (
+            op, d['count'], ','.join(map(str, sorted(d['ninputs']))),
+            ','.join(sorted(d['attrs'])) or '-'))
+    return '\n'.join(lines)
+
+
+# ---------------------------------------------------------------- ort check
+
+NP2ORT = {np.dtype('float32'): 'float32', np.dtype('float64'): 'float64',
+          np.dtype('int64'): 'int64', np.dtype('int32'): 'int32',
+          np.dtype('bool'): 'bool', np.dtype('uint8'): 'uint8', np.dtype('int8'): 'int8'}
+
+
+def load_pb(path):
+    t = onnx.TensorProto()
+    with open(path, 'rb') as f:
+        t.ParseFromString(f.read())
+    return t.name, numpy_helper.to_array(t)
+
+
+def run_ort(ort_dir, model_path, inputs):
+    """inputs: list of (name, ndarray). Returns list of (name, ndarray)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ind, outd = os.path.join(tmp, 'in'), os.path.join(tmp, 'out')
+        os.makedirs(ind)
+        man = []
+        for i, (n, a) in enumerate(inputs):
+            f = 'in_%d.bin' % i
+            np.ascontiguousarray(a).astype(a.dtype.newbyteorder('<')).tofile(os.path.join(ind, f))
+            man.append({'name': n, 'dtype': NP2ORT[a.dtype], 'shape': list(a.shape), 'file': f})
+        with open(os.path.join(ind, 'inputs.json'), 'w') as f:
+            json.dump(man, f)
+        env = dict(os.environ, ORT_DIR=ort_dir)
+        subprocess.run(['node', os.path.join(HERE, 'ort_run.js'), model_path, ind, outd],
+                       check=True, env=env)
+        with open(os.path.join(outd, 'outputs.json')) as f:
+            oman = json.load(f)
+        res = []
+        for e in oman:
+            dt = {'bool': np.uint8}.get(e['dtype'], np.dtype(e['dtype']))
+            a = np.fromfile(os.path.join(outd, e['file']), dtype=dt).reshape(e['shape'])
+            res.append((e['name'], a))
+        return res
+
+
+def ort_available(ort_dir):
+    try:
+        subprocess.run(['node', '-e', "require('onnxruntime-node')"], check=True,
+                       cwd=ort_dir, capture_output=True)
+        return True
+    except (OSError, subprocess.CalledProcessError):
+        return False
+
+
+def crosscheck(names, ort_dir):
+    lines = ['onnxruntime-node cross-check (intraOpNumThreads=1) vs torch %s float32 reference'
+             % torch.__version__,
+             'max_abs = max|ort - torch|, max_rel = max(|ort - torch| / max(|torch|, 1e-6))',
+             'tolerance: max_abs <= %g' % ABS_TOL, '']
+    worst = 0.0
+    for name in names:
+        mdir = os.path.join(HERE, name)
+        mpath = os.path.join(mdir, 'model.onnx')
+        for ds in sorted(d for d in os.listdir(mdir) if d.startswith('test_data_set_')):
+            ddir = os.path.join(mdir, ds)
+            nin = len([f for f in os.listdir(ddir) if f.startswith('input_')])
+            nout = len([f for f in os.listdir(ddir) if f.startswith('output_')])
+            inputs = [load_pb(os.path.join(ddir, 'input_%d.pb' % i)) for i in range(nin)]
+            refs = [load_pb(os.path.join(ddir, 'output_%d.pb' % i)) for i in range(nout)]
+            got = run_ort(ort_dir, mpath, inputs)
+            assert len(got) == len(refs), (name, ds, len(got), len(refs))
+            for (rn, r), (gn, g) in zip(refs, got):
+                assert rn == gn and r.shape == g.shape, (name, ds, rn, gn, r.shape, g.shape)
+                diff = np.abs(g.astype(np.float64) - r.astype(np.float64))
+                mabs = float(diff.max())
+                mrel = float((diff / np.maximum(np.abs(r.astype(np.float64)), 1e-6)).max())
+                worst = max(worst, mabs)
+                flag = '' if mabs <= ABS_TOL else '   <-- FAIL'
+                lines.append('%-5s %-16s %-18s shape=%-14s max_abs=%.3e max_rel=%.3e%s' % (
+                    name, ds, rn, 'x'.join(map(str, r.shape)), mabs, mrel, flag))
+    lines.append('')
+    lines.append('worst max_abs: %.3e -> %s' % (worst, 'OK' if worst <= ABS_TOL else 'FAIL'))
+    report = '\n'.join(lines) + '\n'
+    print(report, end='')
+    return report, worst <= ABS_TOL
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--ort-dir', default='/tmp/ort',
+                    help='directory holding node_modules/onnxruntime-node (default /tmp/ort)')
+    ap.add_argument('--no-ort', action='store_true', help='skip the onnxruntime cross-check')
+    ap.add_argument('models', nargs='*', help='subset of: ' + ' '.join(MODELS))
+    args = ap.parse_args()
+    names = args.models or list(MODELS)
+    for n in names:
+        if n not in MODELS:
+            ap.error('unknown model ' + n)
+
+    torch.set_num_threads(1)
+    for n in names:
+        export(n)
+    for n in names:
+        print(format_summary(n, os.path.join(HERE, n, 'model.onnx')))
+    print()
+
+    if args.no_ort:
+        return 0
+    if not ort_available(args.ort_dir):
+        print('onnxruntime-node not found under %s: skipping cross-check' % args.ort_dir,
+              file=sys.stderr)
+        return 0
+    report, ok = crosscheck(names, args.ort_dir)
+    if set(names) == set(MODELS):
+        with open(os.path.join(HERE, 'ort_crosscheck.txt'), 'w') as f:
+            f.write(report)
+    if not ok:
+        print('FAIL: onnxruntime disagrees with torch beyond %g' % ABS_TOL, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,47 @@
+/*
+ * main.c - the CUnit runner for every suite in suites.def.
+ *
+ * Exit status is non-zero when any assertion fails, so `make check` fails.
+ */
+#include <CUnit/Basic.h>
+#include <string.h>
+
+#include "test/unit/util.h"
+
+const char *
+srcpath(const char *rel)
+{
+	static char buf[8][4096];
+	static int k;
+	const char *top = getenv("UNIT_SRCDIR");
+	char *b = buf[k++ % 8];
+	snprintf(b, sizeof buf[0], "%s/%s", top ? top : ".", rel);
+	return b;
+}
+
+void
+quiet_diags(void)
+{
+	static FILE *null;
+	if (!null)
+		null = fopen("/dev/null", "w");
+	diag_stream = null;
+	diag_reset();
+}
+
+int
+main(int argc, char **argv)
+{
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+#define SUITE(name)                                                       \
+	if (argc < 2 || strcmp(argv[1], #name) == 0)                      \
+		suite_##name(CU_add_suite(#name, NULL, NULL));
+#include "test/unit/suites.def"
+#undef SUITE
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,28 @@
+/*
+ * util.h - helpers shared by the CUnit suites.
+ *
+ * Each suite file defines `void suite_NAME(CU_pSuite s)` adding its tests
+ * with ADD(s, fn); main.c registers the suites listed in suites.def.
+ * UNIT_SRCDIR (set by make check) points at the source tree for fixtures.
+ */
+#ifndef TAPC_TEST_UTIL_H
+#define TAPC_TEST_UTIL_H
+
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ir/ir.h"
+
+#define ADD(s, fn) CU_add_test((s), #fn, (fn))
+
+#define SUITE(name) void suite_##name(CU_pSuite s);
+#include "test/unit/suites.def"
+#undef SUITE
+
+/* Path of a file in the source tree: srcpath("test/e2e/gpt/model.onnx"). */
+const char *srcpath(const char *rel);
+/* Silence diagnostics into a buffer; diag_last keeps the latest line. */
+void quiet_diags(void);
+
+#endif
