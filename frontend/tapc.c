@@ -110,9 +110,20 @@ read_ir_file(const char *path)
 static bool
 write_ir(Graph *g, const char *path)
 {
+	struct stat st;
 	if (!*path || strcmp(path, "-") == 0) {
 		ir_print(stdout, g);
 		return fflush(stdout) == 0;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* /dev/null, a pipe */
+		FILE *f = fopen(path, "w");
+		if (f)
+			ir_print(f, g);
+		if (!f || fclose(f) != 0) {
+			diag_error("cannot write '%s': %s", path, strerror(errno));
+			return false;
+		}
+		return true;
 	}
 	size_t n = strlen(path) + 16;
 	char *tmp = malloc(n);
