@@ -311,8 +311,10 @@ ir_set_attr(Graph *g, NodeId id, const char *name, AttrType type)
 		memset(&n->attr[i], 0, sizeof n->attr[i]);
 	} else {
 		Attr *a = ir_alloc(&g->arena, sizeof *a * (n->nattr + 1));
-		memcpy(a, n->attr, sizeof *a * i);
-		memcpy(a + i + 1, n->attr + i, sizeof *a * (n->nattr - i));
+		if (n->nattr) {
+			memcpy(a, n->attr, sizeof *a * i);
+			memcpy(a + i + 1, n->attr + i, sizeof *a * (n->nattr - i));
+		}
 		n->attr = a;
 		n->nattr++;
 	}

@@ -1,7 +1,8 @@
 /*
  * print.c - write a graph in tapc's textual IR (docs/ir.md has the grammar).
  *
- * One line per tensor source or node, in topological order; tensors are
+ * One line per tensor source or node, in topological order: inputs, then
+ * weights, then nodes, each constant just before its first use.  Tensors are
  * renumbered %0, %1, ... in order of appearance, so the text depends only on
  * the graph and never on ids, pointers or time.  ir/read.c parses the same
  * text back: print -> read -> print is byte-identical.
@@ -190,7 +191,11 @@ put_node(Printer *pr, NodeId id)
 	FILE *out = pr->f;
 	char ty[IR_TYPESTR];
 
-	/* tensors an attribute refers to are printed as sources first */
+	/* constants are printed just before their first use, to read in place */
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] != IR_NONE && pr->num[n->in[i]] < 0 &&
+		    g->tensors[n->in[i]].kind == TK_CONST)
+			put_source(pr, n->in[i]);
 	for (int i = 0; i < n->nattr; i++)
 		if (n->attr[i].type == ATTR_TENSOR && pr->num[n->attr[i].t] < 0)
 			put_source(pr, n->attr[i].t);
@@ -256,17 +261,8 @@ ir_print(FILE *f, Graph *g)
 	pr.num = malloc(sizeof *pr.num * (g->ntensors + 1));
 	if (!pr.num)
 		die("out of memory");
-	bool *used = calloc(g->ntensors + 1, 1);
-	if (!used)
-		die("out of memory");
 	for (int i = 0; i < g->ntensors; i++)
 		pr.num[i] = -1;
-	for (NodeId n = 0; n < g->nnodes; n++)
-		for (int i = 0; i < g->nodes[n].nin && !g->nodes[n].dead; i++)
-			if (g->nodes[n].in[i] != IR_NONE)
-				used[g->nodes[n].in[i]] = true;
-	for (int i = 0; i < g->noutputs; i++)
-		used[g->outputs[i]] = true;
 
 	fputs("graph ", f);
 	put_quoted(f, g->name);
@@ -280,18 +276,15 @@ ir_print(FILE *f, Graph *g)
 
 	for (int i = 0; i < g->ninputs; i++)
 		put_source(&pr, g->inputs[i]);
-	for (TensorId t = 0; t < g->ntensors; t++) {
-		Tensor *tt = &g->tensors[t];
-		if (pr.num[t] >= 0 || tt->kind == TK_VALUE || tt->kind == TK_INPUT)
-			continue;
-		/* constants only an attribute uses are printed beside that node */
-		if (tt->kind == TK_CONST && !used[t])
-			continue;
-		put_source(&pr, t);
-	}
+	for (TensorId t = 0; t < g->ntensors; t++)
+		if (pr.num[t] < 0 && g->tensors[t].kind == TK_WEIGHT)
+			put_source(&pr, t);
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (!g->nodes[n].dead)
 			put_node(&pr, n);
+	for (int i = 0; i < g->noutputs; i++) /* a folded output */
+		if (pr.num[g->outputs[i]] < 0 && g->tensors[g->outputs[i]].kind == TK_CONST)
+			put_source(&pr, g->outputs[i]);
 	for (int i = 0; i < g->noutputs; i++) {
 		fputs("  output ", f);
 		put_ref(&pr, g->outputs[i]);
@@ -300,5 +293,4 @@ ir_print(FILE *f, Graph *g)
 		fputc('\n', f);
 	}
 	free(pr.num);
-	free(used);
 }

@@ -179,9 +179,9 @@ printer_by_hand(void)
 	    "graph \"tiny\" model=\"m/tiny.onnx\" opset=13\n"
 	    "  %0 = input \"x\" f32[4,8]\n"
 	    "  %1 = weight \"w\" f32[8,2] @tiny.onnx+0x1a0\n"
-	    "  %2 = const i64[2] = [2,-1]\n"
-	    "  %3 = MatMul %0, %1 : f32[4,2]                               # /fc/MatMul\n" /* '#' in column 63 */
-	    "  %4 = Reshape %3, %2 {allowzero=0} : f32[2,4]\n"
+	    "  %2 = MatMul %0, %1 : f32[4,2]                               # /fc/MatMul\n" /* '#' in column 63 */
+	    "  %3 = const i64[2] = [2,-1]\n" /* constants just before first use */
+	    "  %4 = Reshape %2, %3 {allowzero=0} : f32[2,4]\n"
 	    "  output %4 \"z\"\n";
 	CU_ASSERT_STRING_EQUAL(text, want);
 	if (strcmp(text, want) != 0)

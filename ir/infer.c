@@ -1,0 +1,1315 @@
+/*
+ * infer.c - static shape inference: the dtype and shape of every node's
+ * outputs from its inputs and attributes, following the ONNX operator spec.
+ *
+ * Needs: graph inputs, weights and constants already shaped, nodes in
+ * topological order.  tapc compiles static shapes only, so every input that
+ * decides a shape (Reshape's shape, Slice's starts, Expand's shape, ...) must
+ * be known at compile time: a weight or constant (ir_value) or a value that
+ * ir_eval_node computed from earlier nodes; ir_infer_all runs the two in
+ * turn so Shape -> Gather -> Concat -> Reshape chains fold.  Both attribute
+ * and input forms of ops that changed between opsets are accepted: the
+ * input where it is present, else the attribute.
+ *
+ * Dims come from strangers' models: arithmetic on them is overflow-checked
+ * and every axis and index range-checked.  Errors go through diag_node and
+ * make the function return false.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+typedef struct {
+	int rank;
+	int64_t d[IR_MAX_RANK];
+} Shape;
+
+/* ------------------------------------------------------------ helpers */
+
+static bool
+mul_ck(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_mul_overflow(a, b, r);
+}
+
+static bool
+add_ck(int64_t a, int64_t b, int64_t *r)
+{
+	return !__builtin_add_overflow(a, b, r);
+}
+
+/* Input i, or NULL when it is omitted or past the end. */
+static Tensor *
+in(Graph *g, NodeId n, int i)
+{
+	Node *nd = ir_node(g, n);
+	return i < nd->nin && nd->in[i] != IR_NONE ? ir_tensor(g, nd->in[i]) : NULL;
+}
+
+static Shape
+shape_of(const Tensor *t)
+{
+	Shape s = {t->rank > 0 ? t->rank : 0, {0}};
+	memcpy(s.d, t->dims, sizeof s.d[0] * s.rank);
+	return s;
+}
+
+/* Rotating buffers so one message can show several types. */
+static const char *
+ts(const Tensor *t)
+{
+	static char buf[4][IR_TYPESTR];
+	static int k;
+	return ir_typestr(t, buf[k++ % 4]);
+}
+
+static const char *
+ss(const Shape *s)
+{
+	Tensor t = {.dtype = DT_UNDEF, .rank = s->rank};
+	memcpy(t.dims, s->d, sizeof s->d[0] * s->rank);
+	return ts(&t) + 1;              /* skip the "?" dtype */
+}
+
+static bool
+set_out(Graph *g, NodeId n, int i, DType dt, const Shape *s)
+{
+	Node *nd = ir_node(g, n);
+	if (i >= nd->nout || nd->out[i] == IR_NONE)
+		return true;
+	int64_t total = 1;
+	for (int k = 0; k < s->rank; k++)
+		if (s->d[k] < 0 || !mul_ck(total, s->d[k], &total)) {
+			diag_node(g, n, "output %d would be %s, which is not a valid shape", i, ss(s));
+			return false;
+		}
+	Tensor *t = ir_tensor(g, nd->out[i]);
+	t->dtype = dt;
+	ir_set_shape(t, s->rank, s->d);
+	return true;
+}
+
+/* Normalise an axis in [-rank, rank) to [0, rank). */
+static bool
+norm_axis(Graph *g, NodeId n, int64_t *axis, int rank)
+{
+	if (*axis < -rank || *axis >= rank) {
+		diag_node(g, n, "axis %lld is out of range for rank %d", (long long)*axis, rank);
+		return false;
+	}
+	if (*axis < 0)
+		*axis += rank;
+	return true;
+}
+
+/* A list of axes as a bit mask, rejecting repeats. */
+static bool
+axes_mask(Graph *g, NodeId n, const int64_t *ax, int cnt, int rank, unsigned *mask)
+{
+	*mask = 0;
+	for (int i = 0; i < cnt; i++) {
+		int64_t a = ax[i];
+		if (!norm_axis(g, n, &a, rank))
+			return false;
+		if (*mask & 1u << a) {
+			diag_node(g, n, "axis %lld is repeated", (long long)ax[i]);
+			return false;
+		}
+		*mask |= 1u << a;
+	}
+	return true;
+}
+
+/* Element i of a value as an integer or a double (known-content readers). */
+static int64_t
+elem_i(DType dt, const void *p, int64_t i)
+{
+	switch (dt) {
+	case DT_I64: return ((const int64_t *)p)[i];
+	case DT_I32: return ((const int32_t *)p)[i];
+	case DT_F32: {
+		float f = ((const float *)p)[i];
+		return f >= -9e18f && f <= 9e18f ? (int64_t)f : 0;
+	}
+	case DT_F64: {
+		double f = ((const double *)p)[i];
+		return f >= -9e18 && f <= 9e18 ? (int64_t)f : 0;
+	}
+	default: return 0;
+	}
+}
+
+static double
+elem_f(DType dt, const void *p, int64_t i)
+{
+	switch (dt) {
+	case DT_F32: return ((const float *)p)[i];
+	case DT_F64: return ((const double *)p)[i];
+	default: return (double)elem_i(dt, p, i);
+	}
+}
+
+/*
+ * An int list from input idx where present, else from attribute name (NULL
+ * for none).  Returns the count, -1 when neither is given, -2 after an
+ * error.  *out points into the arena.
+ */
+static int
+int_list(Graph *g, NodeId n, int idx, const char *name, const int64_t **out)
+{
+	Tensor *t = idx >= 0 ? in(g, n, idx) : NULL;
+	if (t) {
+		const void *v = ir_value(g, ir_node(g, n)->in[idx]);
+		if (!v) {
+			diag_node(g, n, "input %d '%s' is not a compile-time constant", idx, t->name);
+			return -2;
+		}
+		if (t->dtype != DT_I64 && t->dtype != DT_I32) {
+			diag_node(g, n, "input %d is %s, expected i64", idx, ts(t));
+			return -2;
+		}
+		if (t->rank > 1) {
+			diag_node(g, n, "input %d is %s, expected a 1-D list", idx, ts(t));
+			return -2;
+		}
+		int cnt = (int)ir_numel(t);
+		int64_t *l = ir_alloc(&g->arena, sizeof *l * (cnt + 1));
+		for (int i = 0; i < cnt; i++)
+			l[i] = elem_i(t->dtype, v, i);
+		*out = l;
+		return cnt;
+	}
+	const Attr *a = name ? ir_attr(g, n, name) : NULL;
+	if (!a)
+		return -1;
+	if (a->type == ATTR_INT) {
+		*out = &a->i;
+		return 1;
+	}
+	if (a->type != ATTR_INTS) {
+		diag_node(g, n, "attribute '%s' is not a list of ints", name);
+		return -2;
+	}
+	*out = a->is;
+	return a->n;
+}
+
+/* An int-list attribute of exactly cnt elements, each >= lo, or all dflt. */
+static bool
+attr_ints(Graph *g, NodeId n, const char *name, int cnt, int64_t lo, int64_t dflt, int64_t *out)
+{
+	const int64_t *l;
+	int k = int_list(g, n, -1, name, &l);
+	if (k == -2)
+		return false;
+	if (k >= 0 && k != cnt) {
+		diag_node(g, n, "attribute '%s' has %d values, expected %d", name, k, cnt);
+		return false;
+	}
+	for (int i = 0; i < cnt; i++) {
+		out[i] = k < 0 ? dflt : l[i];
+		if (out[i] < lo) {
+			diag_node(g, n, "attribute '%s' has %lld, expected at least %lld", name,
+			    (long long)out[i], (long long)lo);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Multidirectional (numpy) broadcast of b into acc. */
+static bool
+bcast(Shape *acc, const Shape *b)
+{
+	Shape o = {acc->rank > b->rank ? acc->rank : b->rank, {0}};
+	for (int i = 0; i < o.rank; i++) {
+		int ia = i - (o.rank - acc->rank), ib = i - (o.rank - b->rank);
+		int64_t da = ia >= 0 ? acc->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+		if (da == db || db == 1)
+			o.d[i] = da;
+		else if (da == 1)
+			o.d[i] = db;
+		else
+			return false;
+	}
+	*acc = o;
+	return true;
+}
+
+/* Does from broadcast to exactly to (unidirectional)? */
+static bool
+bcast_to(const Shape *from, const Shape *to)
+{
+	Shape s = *to;
+	if (from->rank > to->rank || !bcast(&s, from))
+		return false;
+	return memcmp(s.d, to->d, sizeof s.d[0] * to->rank) == 0;
+}
+
+static bool
+want_rank(Graph *g, NodeId n, int i, int lo, int hi)
+{
+	Tensor *t = in(g, n, i);
+	if (t->rank >= lo && t->rank <= hi)
+		return true;
+	if (lo == hi)
+		diag_node(g, n, "input %d is %s, expected rank %d", i, ts(t), lo);
+	else
+		diag_node(g, n, "input %d is %s, expected rank %d to %d", i, ts(t), lo, hi);
+	return false;
+}
+
+static bool
+same_dtype(Graph *g, NodeId n, int i, int j)
+{
+	Tensor *a = in(g, n, i), *b = in(g, n, j);
+	if (!a || !b || a->dtype == b->dtype)
+		return true;
+	diag_node(g, n, "input %d is %s, expected %s like input %d", j, ts(b),
+	    ir_dtype_name(a->dtype), i);
+	return false;
+}
+
+static bool
+want_scalar(Graph *g, NodeId n, int i)
+{
+	Tensor *t = in(g, n, i);
+	if (!t || ir_numel(t) == 1)
+		return true;
+	diag_node(g, n, "input %d is %s, expected a scalar", i, ts(t));
+	return false;
+}
+
+/* ------------------------------------------------------------- arity */
+
+/* Input and output counts: min, max (-1: any).  Rows left zero take the
+ * defaults of their kind (unary or binary elementwise). */
+static const struct {
+	signed char imin, imax, omin, omax;
+} arity[OP_COUNT] = {
+	[OP_Clip] = {1, 3, 1, 1}, [OP_Dropout] = {1, 3, 1, 2},
+	[OP_Max] = {1, -1, 1, 1}, [OP_Min] = {1, -1, 1, 1}, [OP_Sum] = {1, -1, 1, 1},
+	[OP_Mean] = {1, -1, 1, 1}, [OP_Where] = {3, 3, 1, 1},
+	[OP_ReduceMean] = {1, 2, 1, 1}, [OP_ReduceSum] = {1, 2, 1, 1},
+	[OP_ReduceMax] = {1, 2, 1, 1}, [OP_ReduceMin] = {1, 2, 1, 1},
+	[OP_ReduceProd] = {1, 2, 1, 1}, [OP_ReduceSumSquare] = {1, 2, 1, 1},
+	[OP_ArgMax] = {1, 1, 1, 1}, [OP_ArgMin] = {1, 1, 1, 1},
+	[OP_Constant] = {0, 0, 1, 1}, [OP_ConstantOfShape] = {1, 1, 1, 1},
+	[OP_Shape] = {1, 1, 1, 1}, [OP_Size] = {1, 1, 1, 1}, [OP_Range] = {3, 3, 1, 1},
+	[OP_Reshape] = {1, 2, 1, 1}, [OP_Flatten] = {1, 1, 1, 1},
+	[OP_Squeeze] = {1, 2, 1, 1}, [OP_Unsqueeze] = {1, 2, 1, 1},
+	[OP_Transpose] = {1, 1, 1, 1}, [OP_Concat] = {1, -1, 1, 1},
+	[OP_Split] = {1, 2, 1, -1}, [OP_Slice] = {1, 5, 1, 1}, [OP_Gather] = {2, 2, 1, 1},
+	[OP_Expand] = {2, 2, 1, 1}, [OP_Tile] = {2, 2, 1, 1}, [OP_Trilu] = {1, 2, 1, 1},
+	[OP_Pad] = {1, 4, 1, 1},
+	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
+	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
+	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
+	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
+	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
+};
+
+static bool
+check_arity(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	int imin = arity[nd->op].imin, imax = arity[nd->op].imax;
+	int omin = arity[nd->op].omin, omax = arity[nd->op].omax;
+	if (omin == 0) {
+		imin = imax = ir_op_kind(nd->op) == OPK_BINARY ? 2 : 1;
+		omin = omax = 1;
+	}
+	/* trailing omitted optional inputs do not count */
+	int nin = nd->nin, nout = nd->nout;
+	while (nin > imin && nd->in[nin - 1] == IR_NONE)
+		nin--;
+	while (nout > omin && nd->out[nout - 1] == IR_NONE)
+		nout--;
+	if (nin < imin || (imax >= 0 && nin > imax)) {
+		if (imax < 0)
+			diag_node(g, n, "expected at least %d inputs, got %d", imin, nin);
+		else if (imin == imax)
+			diag_node(g, n, "expected %d inputs, got %d", imin, nin);
+		else
+			diag_node(g, n, "expected %d to %d inputs, got %d", imin, imax, nin);
+		return false;
+	}
+	if (nout < omin || (omax >= 0 && nout > omax)) {
+		diag_node(g, n, "expected %d to %d outputs, got %d", omin, omax, nout);
+		return false;
+	}
+	for (int i = 0; i < nd->nin; i++) {
+		if (nd->in[i] == IR_NONE) {
+			if (i < imin) {
+				diag_node(g, n, "input %d is missing", i);
+				return false;
+			}
+			continue;
+		}
+		if (nd->in[i] < 0 || nd->in[i] >= g->ntensors)
+			die("node %d input %d: bad tensor id %d", n, i, nd->in[i]);
+		Tensor *t = ir_tensor(g, nd->in[i]);
+		if (t->rank < 0) {
+			diag_node(g, n, "input %d '%s' has no known shape", i, t->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ------------------------------------------------------- elementwise */
+
+static bool
+infer_unary(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Shape s = shape_of(x);
+	DType dt = x->dtype;
+	switch (ir_node(g, n)->op) {
+	case OP_IsNaN:
+		dt = DT_BOOL;
+		break;
+	case OP_Cast: {
+		const Attr *a = ir_attr(g, n, "to");
+		if (!a || a->type != ATTR_INT) {
+			diag_node(g, n, "attribute 'to' is missing");
+			return false;
+		}
+		if (a->i <= 0 || a->i >= DT_COUNT || ir_dtype_size((DType)a->i) == 0) {
+			diag_node(g, n, "cannot cast to dtype %lld", (long long)a->i);
+			return false;
+		}
+		dt = (DType)a->i;
+		break;
+	}
+	case OP_Clip:
+		if (!want_scalar(g, n, 1) || !want_scalar(g, n, 2))
+			return false;
+		break;
+	case OP_Dropout:
+		if (!want_scalar(g, n, 1) || !want_scalar(g, n, 2))
+			return false;
+		if (!set_out(g, n, 1, DT_BOOL, &s))
+			return false;
+		break;
+	default:
+		break;
+	}
+	return set_out(g, n, 0, dt, &s);
+}
+
+static bool
+is_predicate(Op op)
+{
+	switch (op) {
+	case OP_Equal: case OP_Less: case OP_LessOrEqual: case OP_Greater:
+	case OP_GreaterOrEqual: case OP_And: case OP_Or: case OP_Xor:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Binary and variadic broadcasting ops, Where included. */
+static bool
+infer_bcast(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	Op op = nd->op;
+	int first = op == OP_Where ? 1 : 0;
+	Tensor *x = in(g, n, first);
+	if (op == OP_Where && in(g, n, 0)->dtype != DT_BOOL) {
+		diag_node(g, n, "input 0 is %s, expected bool", ts(in(g, n, 0)));
+		return false;
+	}
+	if (op == OP_PRelu) {
+		Shape sx = shape_of(x), sl = shape_of(in(g, n, 1));
+		if (!bcast_to(&sl, &sx)) {
+			diag_node(g, n, "input 1 is %s, which does not broadcast to input 0 %s",
+			    ts(in(g, n, 1)), ts(x));
+			return false;
+		}
+		return same_dtype(g, n, 0, 1) && set_out(g, n, 0, x->dtype, &sx);
+	}
+	Shape s = shape_of(in(g, n, 0));
+	for (int i = 1; i < nd->nin; i++) {
+		Tensor *t = in(g, n, i);
+		if (!t)
+			continue;
+		Shape st = shape_of(t);
+		Shape before = s;
+		if (!bcast(&s, &st)) {
+			diag_node(g, n, "input %d is %s, which does not broadcast with %s", i,
+			    ts(t), ss(&before));
+			return false;
+		}
+		if (i > first && op != OP_Pow && !same_dtype(g, n, first, i))
+			return false;
+	}
+	return set_out(g, n, 0, is_predicate(op) ? DT_BOOL : x->dtype, &s);
+}
+
+/* --------------------------------------------------------- reductions */
+
+static bool
+infer_reduce(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Op op = ir_node(g, n)->op;
+	bool keep = ir_attr_int(g, n, "keepdims", 1) != 0;
+	unsigned mask = 0;
+	if (op == OP_ArgMax || op == OP_ArgMin) {
+		int64_t axis = ir_attr_int(g, n, "axis", 0);
+		if (!norm_axis(g, n, &axis, x->rank))
+			return false;
+		mask = 1u << axis;
+	} else {
+		const int64_t *ax;
+		int cnt = int_list(g, n, 1, "axes", &ax);
+		if (cnt == -2)
+			return false;
+		if (cnt <= 0)
+			mask = ir_attr_int(g, n, "noop_with_empty_axes", 0) ? 0 : (1u << x->rank) - 1;
+		else if (!axes_mask(g, n, ax, cnt, x->rank, &mask))
+			return false;
+	}
+	Shape s = {0, {0}};
+	for (int i = 0; i < x->rank; i++)
+		if (!(mask & 1u << i))
+			s.d[s.rank++] = x->dims[i];
+		else if (keep)
+			s.d[s.rank++] = 1;
+	return set_out(g, n, 0, op == OP_ArgMax || op == OP_ArgMin ? DT_I64 : x->dtype, &s);
+}
+
+/* ---------------------------------------------------- shape arithmetic */
+
+static bool
+infer_constant(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	if (nd->nattr != 1) {
+		diag_node(g, n, "expected one value attribute, got %d", nd->nattr);
+		return false;
+	}
+	const Attr *a = &nd->attr[0];
+	Shape s = {0, {0}};
+	if (strcmp(a->name, "value") == 0 && a->type == ATTR_TENSOR) {
+		Tensor *t = ir_tensor(g, a->t);
+		if (t->rank < 0)
+			die("constant tensor '%s' has no shape", t->name);
+		return set_out(g, n, 0, t->dtype, (s = shape_of(t), &s));
+	}
+	if (strcmp(a->name, "value_float") == 0 && a->type == ATTR_FLOAT)
+		return set_out(g, n, 0, DT_F32, &s);
+	if (strcmp(a->name, "value_int") == 0 && a->type == ATTR_INT)
+		return set_out(g, n, 0, DT_I64, &s);
+	s.rank = 1;
+	s.d[0] = a->n;
+	if (strcmp(a->name, "value_floats") == 0 && a->type == ATTR_FLOATS)
+		return set_out(g, n, 0, DT_F32, &s);
+	if (strcmp(a->name, "value_ints") == 0 && a->type == ATTR_INTS)
+		return set_out(g, n, 0, DT_I64, &s);
+	diag_node(g, n, "unsupported value attribute '%s'", a->name);
+	return false;
+}
+
+/* A shape held in input idx: constant, at most IR_MAX_RANK dims. */
+static bool
+shape_input(Graph *g, NodeId n, int idx, const char *attr, Shape *s, bool neg_ok)
+{
+	const int64_t *l;
+	int cnt = int_list(g, n, idx, attr, &l);
+	if (cnt == -2)
+		return false;
+	if (cnt == -1) {
+		diag_node(g, n, "input %d (shape) is missing", idx);
+		return false;
+	}
+	if (cnt > IR_MAX_RANK) {
+		diag_node(g, n, "input %d has %d dims, more than %d", idx, cnt, IR_MAX_RANK);
+		return false;
+	}
+	s->rank = cnt;
+	for (int i = 0; i < cnt; i++) {
+		s->d[i] = l[i];
+		if (l[i] < (neg_ok ? -1 : 0)) {
+			diag_node(g, n, "input %d has dim %lld", idx, (long long)l[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+infer_const_of_shape(Graph *g, NodeId n)
+{
+	Shape s;
+	if (!shape_input(g, n, 0, NULL, &s, false))
+		return false;
+	DType dt = DT_F32;
+	const Attr *a = ir_attr(g, n, "value");
+	if (a) {
+		Tensor *v = a->type == ATTR_TENSOR ? ir_tensor(g, a->t) : NULL;
+		if (!v || ir_numel(v) != 1) {
+			diag_node(g, n, "attribute 'value' must be a one-element tensor");
+			return false;
+		}
+		dt = v->dtype;
+	}
+	return set_out(g, n, 0, dt, &s);
+}
+
+/* Shape's start/end, clamped to [0, rank] as the spec says. */
+static int64_t
+clamp_end(int64_t v, int rank)
+{
+	if (v < 0)
+		v += rank;
+	return v < 0 ? 0 : v > rank ? rank : v;
+}
+
+static bool
+infer_range(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	const void *v[3];
+	for (int i = 0; i < 3; i++) {
+		if (!want_scalar(g, n, i) || (i && !same_dtype(g, n, 0, i)))
+			return false;
+		if (!(v[i] = ir_value(g, nd->in[i]))) {
+			diag_node(g, n, "input %d '%s' is not a compile-time constant", i, in(g, n, i)->name);
+			return false;
+		}
+	}
+	DType dt = in(g, n, 0)->dtype;
+	int64_t cnt;
+	if (dt == DT_F32 || dt == DT_F64) {
+		double a = elem_f(dt, v[0], 0), b = elem_f(dt, v[1], 0), d = elem_f(dt, v[2], 0);
+		double c = ceil((b - a) / d);
+		if (d == 0 || !(c < 1e15)) {
+			diag_node(g, n, "range from %g to %g by %g is not finite", a, b, d);
+			return false;
+		}
+		cnt = c > 0 ? (int64_t)c : 0;
+	} else if (dt == DT_I64 || dt == DT_I32) {
+		int64_t a = elem_i(dt, v[0], 0), b = elem_i(dt, v[1], 0), d = elem_i(dt, v[2], 0);
+		if (d == 0) {
+			diag_node(g, n, "range delta is 0");
+			return false;
+		}
+		/* ceil((b - a) / d) in unsigned magnitudes: b - a may overflow */
+		cnt = 0;
+		if ((b > a && d > 0) || (b < a && d < 0)) {
+			uint64_t diff = b > a ? (uint64_t)b - (uint64_t)a : (uint64_t)a - (uint64_t)b;
+			uint64_t step = d > 0 ? (uint64_t)d : -(uint64_t)d;
+			uint64_t q = diff / step + (diff % step != 0);
+			if (q > INT64_MAX) {
+				diag_node(g, n, "range has too many elements");
+				return false;
+			}
+			cnt = (int64_t)q;
+		}
+	} else {
+		diag_node(g, n, "input 0 is %s, expected a number", ts(in(g, n, 0)));
+		return false;
+	}
+	Shape s = {1, {cnt}};
+	return set_out(g, n, 0, dt, &s);
+}
+
+static bool
+infer_reshape(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Shape s;
+	if (!shape_input(g, n, 1, "shape", &s, true))
+		return false;
+	bool allowzero = ir_attr_int(g, n, "allowzero", 0) != 0;
+	int infer = -1;
+	int64_t prod = 1;
+	for (int i = 0; i < s.rank; i++) {
+		if (s.d[i] == -1) {
+			if (infer >= 0) {
+				diag_node(g, n, "shape %s has more than one -1", ss(&s));
+				return false;
+			}
+			infer = i;
+			continue;
+		}
+		if (s.d[i] == 0 && !allowzero) {
+			if (i >= x->rank) {
+				diag_node(g, n, "shape %s copies dim %d of input 0 %s, which has none",
+				    ss(&s), i, ts(x));
+				return false;
+			}
+			s.d[i] = x->dims[i];
+		}
+		if (!mul_ck(prod, s.d[i], &prod)) {
+			diag_node(g, n, "shape %s has too many elements", ss(&s));
+			return false;
+		}
+	}
+	int64_t numel = ir_numel(x);
+	if (infer >= 0) {
+		if (prod == 0 || numel % prod) {
+			diag_node(g, n, "cannot reshape %s (%lld elements) to %s", ts(x),
+			    (long long)numel, ss(&s));
+			return false;
+		}
+		s.d[infer] = numel / prod;
+	} else if (prod != numel) {
+		diag_node(g, n, "cannot reshape %s (%lld elements) to %s (%lld elements)", ts(x),
+		    (long long)numel, ss(&s), (long long)prod);
+		return false;
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_flatten(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	int64_t axis = ir_attr_int(g, n, "axis", 1);
+	if (axis == x->rank)
+		axis = x->rank;
+	else if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	Shape s = {2, {1, 1}};
+	for (int i = 0; i < x->rank; i++)
+		s.d[i >= axis] *= x->dims[i];  /* cannot overflow: numel was checked */
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_squeeze(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Op op = ir_node(g, n)->op;
+	const int64_t *ax;
+	int cnt = int_list(g, n, 1, "axes", &ax);
+	if (cnt == -2)
+		return false;
+	Shape s = {0, {0}};
+	unsigned mask = 0;
+	if (op == OP_Squeeze) {
+		if (cnt < 0) {
+			for (int i = 0; i < x->rank; i++)
+				mask |= (x->dims[i] == 1) << i;
+		} else if (!axes_mask(g, n, ax, cnt, x->rank, &mask)) {
+			return false;
+		}
+		for (int i = 0; i < x->rank; i++) {
+			if (!(mask & 1u << i))
+				s.d[s.rank++] = x->dims[i];
+			else if (x->dims[i] != 1) {
+				diag_node(g, n, "cannot squeeze dim %d of %s, which is not 1", i, ts(x));
+				return false;
+			}
+		}
+		return set_out(g, n, 0, x->dtype, &s);
+	}
+	if (cnt < 0) {
+		diag_node(g, n, "axes are missing");
+		return false;
+	}
+	if (x->rank + cnt > IR_MAX_RANK) {
+		diag_node(g, n, "output rank %d is more than %d", x->rank + cnt, IR_MAX_RANK);
+		return false;
+	}
+	s.rank = x->rank + cnt;
+	if (!axes_mask(g, n, ax, cnt, s.rank, &mask))
+		return false;
+	for (int i = 0, j = 0; i < s.rank; i++)
+		s.d[i] = mask & 1u << i ? 1 : x->dims[j++];
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_transpose(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	const int64_t *perm = NULL;
+	int cnt = int_list(g, n, -1, "perm", &perm);
+	if (cnt == -2)
+		return false;
+	Shape s = {x->rank, {0}};
+	unsigned seen = 0;
+	if (cnt >= 0 && cnt != x->rank) {
+		diag_node(g, n, "perm has %d entries for input 0 %s", cnt, ts(x));
+		return false;
+	}
+	for (int i = 0; i < x->rank; i++) {
+		int64_t p = cnt < 0 ? x->rank - 1 - i : perm[i];
+		if (p < 0 || p >= x->rank || seen & 1u << p) {
+			diag_node(g, n, "perm is not a permutation of 0..%d", x->rank - 1);
+			return false;
+		}
+		seen |= 1u << p;
+		s.d[i] = x->dims[p];
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_concat(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	Tensor *x = in(g, n, 0);
+	const Attr *a = ir_attr(g, n, "axis");
+	if (!a || a->type != ATTR_INT) {
+		diag_node(g, n, "attribute 'axis' is missing");
+		return false;
+	}
+	int64_t axis = a->i;
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	Shape s = shape_of(x);
+	for (int i = 1; i < nd->nin; i++) {
+		Tensor *t = in(g, n, i);
+		if (!t)
+			continue;
+		if (!same_dtype(g, n, 0, i))
+			return false;
+		bool ok = t->rank == x->rank;
+		for (int k = 0; ok && k < x->rank; k++)
+			ok = k == axis || t->dims[k] == x->dims[k];
+		if (!ok) {
+			diag_node(g, n, "input %d is %s, which does not concatenate with %s on axis %lld",
+			    i, ts(t), ts(x), (long long)axis);
+			return false;
+		}
+		if (!add_ck(s.d[axis], t->dims[axis], &s.d[axis])) {
+			diag_node(g, n, "concatenated dim overflows");
+			return false;
+		}
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_split(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	Tensor *x = in(g, n, 0);
+	int64_t axis = ir_attr_int(g, n, "axis", 0);
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	int64_t dim = x->dims[axis];
+	int nout = nd->nout;
+	const int64_t *sz;
+	int cnt = int_list(g, n, 1, "split", &sz);
+	if (cnt == -2)
+		return false;
+	int64_t num = ir_attr_int(g, n, "num_outputs", nout);
+	if (num != nout) {
+		diag_node(g, n, "num_outputs is %lld but the node has %d outputs", (long long)num, nout);
+		return false;
+	}
+	int64_t sum = 0;
+	if (cnt >= 0) {
+		if (cnt != nout) {
+			diag_node(g, n, "split has %d sizes for %d outputs", cnt, nout);
+			return false;
+		}
+		for (int i = 0; i < cnt; i++)
+			if (sz[i] < 0 || !add_ck(sum, sz[i], &sum)) {
+				diag_node(g, n, "split size %lld is negative", (long long)sz[i]);
+				return false;
+			}
+		if (sum != dim) {
+			diag_node(g, n, "split sizes add up to %lld, but dim %lld of %s is %lld",
+			    (long long)sum, (long long)axis, ts(x), (long long)dim);
+			return false;
+		}
+	}
+	/* no sizes: equal parts; opset 18 lets the last one be smaller */
+	int64_t chunk = dim / nout + (dim % nout != 0), used;
+	if (cnt < 0 && dim % nout && (!mul_ck(chunk, nout - 1, &used) || used >= dim ||
+	    (g->opset < 18 && !ir_attr(g, n, "num_outputs")))) {
+		diag_node(g, n, "dim %lld of %s does not split into %d parts", (long long)axis,
+		    ts(x), nout);
+		return false;
+	}
+	Shape s = shape_of(x);
+	for (int i = 0; i < nout; i++) {
+		s.d[axis] = cnt >= 0 ? sz[i] : i < nout - 1 ? chunk : dim - chunk * (nout - 1);
+		if (!set_out(g, n, i, x->dtype, &s))
+			return false;
+	}
+	return true;
+}
+
+/* Slice one axis of length d: clamp start, return the output length. */
+static int64_t
+slice_dim(int64_t d, int64_t *start, int64_t end, int64_t step)
+{
+	int64_t s = *start;
+	if (d == 0)
+		return 0;
+	if (s < 0)
+		s += d;
+	if (end < 0)
+		end += d;
+	if (step > 0) {
+		s = s < 0 ? 0 : s > d ? d : s;
+		end = end < 0 ? 0 : end > d ? d : end;
+	} else {
+		s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
+		end = end < -1 ? -1 : end > d - 1 ? d - 1 : end;
+	}
+	*start = s;
+	/* all in [-1, d]: no overflow; |step| > d gives at most one element */
+	if (step > 0)
+		return end > s ? (end - s - 1) / step + 1 : 0;
+	if (step < -d - 1)
+		step = -d - 1;
+	return s > end ? (s - end - 1) / -step + 1 : 0;
+}
+
+static bool
+infer_slice(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	const int64_t *st, *en, *ax = NULL, *sp = NULL;
+	int ns = int_list(g, n, 1, "starts", &st);
+	int ne = ns == -2 ? -2 : int_list(g, n, 2, "ends", &en);
+	int na = ne == -2 ? -2 : int_list(g, n, 3, "axes", &ax);
+	int np = na == -2 ? -2 : int_list(g, n, 4, NULL, &sp);
+	if (np == -2)
+		return false;
+	if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (np >= 0 && np != ns)) {
+		diag_node(g, n, "starts, ends, axes and steps have different lengths");
+		return false;
+	}
+	Shape s = shape_of(x);
+	unsigned seen = 0;
+	for (int i = 0; i < ns; i++) {
+		int64_t a = na >= 0 ? ax[i] : i;
+		int64_t step = np >= 0 ? sp[i] : 1, start = st[i];
+		if (!norm_axis(g, n, &a, x->rank))
+			return false;
+		if (seen & 1u << a) {
+			diag_node(g, n, "axis %lld is repeated", (long long)a);
+			return false;
+		}
+		seen |= 1u << a;
+		if (step == 0) {
+			diag_node(g, n, "step for axis %lld is 0", (long long)a);
+			return false;
+		}
+		s.d[a] = slice_dim(x->dims[a], &start, en[i], step);
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_gather(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *idx = in(g, n, 1);
+	int64_t axis = ir_attr_int(g, n, "axis", 0);
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	if (idx->dtype != DT_I64 && idx->dtype != DT_I32) {
+		diag_node(g, n, "input 1 is %s, expected i64 or i32 indices", ts(idx));
+		return false;
+	}
+	if (x->rank - 1 + idx->rank > IR_MAX_RANK) {
+		diag_node(g, n, "output rank %d is more than %d", x->rank - 1 + idx->rank, IR_MAX_RANK);
+		return false;
+	}
+	int64_t d = x->dims[axis];
+	const void *v = ir_value(g, ir_node(g, n)->in[1]);
+	for (int64_t i = 0; v && i < ir_numel(idx); i++) {
+		int64_t k = elem_i(idx->dtype, v, i);
+		if (k < -d || k >= d) {
+			diag_node(g, n, "index %lld is out of range for dim %lld of %s", (long long)k,
+			    (long long)axis, ts(x));
+			return false;
+		}
+	}
+	Shape s = {0, {0}};
+	for (int i = 0; i < axis; i++)
+		s.d[s.rank++] = x->dims[i];
+	for (int i = 0; i < idx->rank; i++)
+		s.d[s.rank++] = idx->dims[i];
+	for (int i = axis + 1; i < x->rank; i++)
+		s.d[s.rank++] = x->dims[i];
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_expand(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Shape s = shape_of(x), to;
+	if (!shape_input(g, n, 1, NULL, &to, false))
+		return false;
+	if (!bcast(&s, &to)) {
+		diag_node(g, n, "input 0 is %s, which does not broadcast with %s", ts(x), ss(&to));
+		return false;
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_tile(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	const int64_t *rep;
+	int cnt = int_list(g, n, 1, NULL, &rep);
+	if (cnt == -2)
+		return false;
+	if (cnt != x->rank) {
+		diag_node(g, n, "repeats has %d values for input 0 %s", cnt, ts(x));
+		return false;
+	}
+	Shape s = shape_of(x);
+	for (int i = 0; i < s.rank; i++)
+		if (rep[i] < 0 || !mul_ck(s.d[i], rep[i], &s.d[i])) {
+			diag_node(g, n, "cannot repeat dim %d of %s %lld times", i, ts(x), (long long)rep[i]);
+			return false;
+		}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_trilu(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Shape s = shape_of(x);
+	if (!want_rank(g, n, 0, 2, IR_MAX_RANK) || !want_scalar(g, n, 1))
+		return false;
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_pad(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	const char *mode = ir_attr_str(g, n, "mode", "constant");
+	if (strcmp(mode, "constant") && strcmp(mode, "reflect") && strcmp(mode, "edge") &&
+	    strcmp(mode, "wrap")) {
+		diag_node(g, n, "unknown mode '%s'", mode);
+		return false;
+	}
+	const int64_t *pads, *ax = NULL;
+	int np = int_list(g, n, 1, "pads", &pads);
+	int na = np == -2 ? -2 : int_list(g, n, 3, NULL, &ax);
+	if (na == -2 || !want_scalar(g, n, 2))
+		return false;
+	int naxes = na >= 0 ? na : x->rank;
+	if (np != 2 * naxes) {
+		diag_node(g, n, "pads has %d values, expected %d for %s", np < 0 ? 0 : np,
+		    2 * naxes, ts(x));
+		return false;
+	}
+	Shape s = shape_of(x);
+	for (int i = 0; i < naxes; i++) {
+		int64_t a = na >= 0 ? ax[i] : i, r;
+		if (!norm_axis(g, n, &a, x->rank))
+			return false;
+		if (!add_ck(pads[i], pads[i + naxes], &r) || !add_ck(s.d[a], r, &r) || r < 0) {
+			diag_node(g, n, "pads %lld,%lld do not fit dim %lld of %s",
+			    (long long)pads[i], (long long)pads[i + naxes], (long long)a, ts(x));
+			return false;
+		}
+		s.d[a] = r;
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* --------------------------------------------------------------- NN */
+
+static bool
+infer_matmul(Graph *g, NodeId n)
+{
+	Tensor *ta = in(g, n, 0), *tb = in(g, n, 1);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_rank(g, n, 1, 1, IR_MAX_RANK) ||
+	    !same_dtype(g, n, 0, 1))
+		return false;
+	Shape a = shape_of(ta), b = shape_of(tb);
+	bool a1 = a.rank == 1, b1 = b.rank == 1;
+	if (a1)
+		a = (Shape){2, {1, a.d[0]}};
+	if (b1)
+		b = (Shape){2, {b.d[0], 1}};
+	int64_t k = a.d[a.rank - 1];
+	if (b.d[b.rank - 2] != k) {
+		diag_node(g, n, "input 1 is %s, expected %s%lld%s", ts(tb),
+		    b1 ? "[" : b.rank == 2 ? "[" : "[...,", (long long)k, b1 ? "]" : ",N]");
+		return false;
+	}
+	Shape ba = a, bb = b;
+	ba.rank -= 2;
+	bb.rank -= 2;
+	if (!bcast(&ba, &bb)) {
+		diag_node(g, n, "input 1 is %s, whose batch dims do not broadcast with input 0 %s",
+		    ts(tb), ts(ta));
+		return false;
+	}
+	if (!a1)
+		ba.d[ba.rank++] = a.d[a.rank - 2];
+	if (!b1)
+		ba.d[ba.rank++] = b.d[b.rank - 1];
+	return set_out(g, n, 0, ta->dtype, &ba);
+}
+
+static bool
+infer_gemm(Graph *g, NodeId n)
+{
+	Tensor *ta = in(g, n, 0), *tb = in(g, n, 1), *tc = in(g, n, 2);
+	if (!want_rank(g, n, 0, 2, 2) || !want_rank(g, n, 1, 2, 2) || !same_dtype(g, n, 0, 1))
+		return false;
+	bool tra = ir_attr_int(g, n, "transA", 0), trb = ir_attr_int(g, n, "transB", 0);
+	int64_t m = ta->dims[tra], k = ta->dims[!tra], nn = tb->dims[!trb];
+	if (tb->dims[trb] != k) {
+		diag_node(g, n, trb ? "input 1 is %s, expected [N,%lld]" : "input 1 is %s, expected [%lld,N]",
+		    ts(tb), (long long)k);
+		return false;
+	}
+	Shape s = {2, {m, nn}};
+	if (tc) {
+		Shape c = shape_of(tc);
+		if (!bcast_to(&c, &s)) {
+			diag_node(g, n, "input 2 is %s, which does not broadcast to %s", ts(tc), ss(&s));
+			return false;
+		}
+	}
+	return set_out(g, n, 0, ta->dtype, &s);
+}
+
+/*
+ * Output spatial dims of a sliding window (Conv and pooling): x is
+ * [N,C,D1..], k the kernel; pads, strides, dilations, auto_pad come from the
+ * node's attributes.
+ */
+static bool
+window(Graph *g, NodeId n, const Tensor *x, const int64_t *k, bool ceil_mode, Shape *o)
+{
+	int sp = x->rank - 2;
+	int64_t pads[2 * IR_MAX_RANK], str[IR_MAX_RANK], dil[IR_MAX_RANK];
+	if (!attr_ints(g, n, "pads", 2 * sp, 0, 0, pads) ||
+	    !attr_ints(g, n, "strides", sp, 1, 1, str) ||
+	    !attr_ints(g, n, "dilations", sp, 1, 1, dil))
+		return false;
+	const char *ap = ir_attr_str(g, n, "auto_pad", "NOTSET");
+	bool same = strncmp(ap, "SAME_", 5) == 0, valid = strcmp(ap, "VALID") == 0;
+	if (!same && !valid && strcmp(ap, "NOTSET")) {
+		diag_node(g, n, "unknown auto_pad '%s'", ap);
+		return false;
+	}
+	if (same && strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) {
+		diag_node(g, n, "unknown auto_pad '%s'", ap);
+		return false;
+	}
+	*o = shape_of(x);
+	for (int i = 0; i < sp; i++) {
+		int64_t d = x->dims[2 + i], ek, num;
+		if (same) {
+			o->d[2 + i] = d / str[i] + (d % str[i] != 0);
+			continue;
+		}
+		if (valid)
+			pads[i] = pads[i + sp] = 0;
+		if (!mul_ck(k[i] - 1, dil[i], &ek) || !add_ck(ek, 1, &ek) ||
+		    !add_ck(d, pads[i], &num) || !add_ck(num, pads[i + sp], &num) || num < ek) {
+			diag_node(g, n, "spatial dim %d of %s with pads %lld,%lld is smaller than kernel %lld dilated by %lld",
+			    i, ts(x), (long long)pads[i], (long long)pads[i + sp], (long long)k[i],
+			    (long long)dil[i]);
+			return false;
+		}
+		num -= ek;
+		int64_t out = num / str[i] + 1;
+		/* ceil_mode: a last partial window, unless it starts in the end
+		 * padding (out * stride >= d + pad_begin), as onnxruntime does */
+		if (ceil_mode && num % str[i] && out <= (d + pads[i] - 1) / str[i])
+			out++;
+		o->d[2 + i] = out;
+	}
+	return true;
+}
+
+static bool
+infer_conv(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *w = in(g, n, 1), *b = in(g, n, 2);
+	if (!want_rank(g, n, 0, 3, IR_MAX_RANK) || !same_dtype(g, n, 0, 1))
+		return false;
+	if (w->rank != x->rank) {
+		diag_node(g, n, "input 1 is %s, expected rank %d like input 0 %s", ts(w), x->rank, ts(x));
+		return false;
+	}
+	int64_t grp = ir_attr_int(g, n, "group", 1), cin = x->dims[1], m = w->dims[0];
+	int64_t wc;
+	if (grp < 1 || m % grp || !mul_ck(w->dims[1], grp, &wc) || wc != cin) {
+		diag_node(g, n, "input 1 is %s, expected [M,%lld,...] with M divisible by group %lld",
+		    ts(w), (long long)(grp >= 1 && cin % grp == 0 ? cin / grp : cin), (long long)grp);
+		return false;
+	}
+	if (b && (b->rank != 1 || b->dims[0] != m)) {
+		diag_node(g, n, "input 2 is %s, expected [%lld]", ts(b), (long long)m);
+		return false;
+	}
+	int64_t ks[IR_MAX_RANK];
+	if (!attr_ints(g, n, "kernel_shape", x->rank - 2, 1, 1, ks))
+		return false;
+	for (int i = 0; i < x->rank - 2; i++)
+		if ((ir_attr(g, n, "kernel_shape") && ks[i] != w->dims[2 + i]) || w->dims[2 + i] < 1) {
+			diag_node(g, n, "kernel_shape does not match input 1 %s", ts(w));
+			return false;
+		}
+	Shape s;
+	if (!window(g, n, x, w->dims + 2, false, &s))
+		return false;
+	s.d[1] = m;
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_pool(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Op op = ir_node(g, n)->op;
+	if (!want_rank(g, n, 0, 3, IR_MAX_RANK))
+		return false;
+	Shape s = shape_of(x);
+	if (op == OP_GlobalAveragePool || op == OP_GlobalMaxPool) {
+		for (int i = 2; i < s.rank; i++)
+			s.d[i] = 1;
+		return set_out(g, n, 0, x->dtype, &s);
+	}
+	int64_t ks[IR_MAX_RANK];
+	if (!ir_attr(g, n, "kernel_shape")) {
+		diag_node(g, n, "attribute 'kernel_shape' is missing");
+		return false;
+	}
+	if (!attr_ints(g, n, "kernel_shape", x->rank - 2, 1, 1, ks) ||
+	    !window(g, n, x, ks, ir_attr_int(g, n, "ceil_mode", 0) != 0, &s))
+		return false;
+	return set_out(g, n, 0, x->dtype, &s) && set_out(g, n, 1, DT_I64, &s);
+}
+
+static bool
+infer_norm(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	Tensor *x = in(g, n, 0);
+	Shape s = shape_of(x);
+	if (nd->op == OP_BatchNormalization) {
+		if (!want_rank(g, n, 0, 2, IR_MAX_RANK))
+			return false;
+		Shape c = {1, {x->dims[1]}};
+		for (int i = 1; i < 5; i++) {
+			Tensor *t = in(g, n, i);
+			if (t->rank != 1 || t->dims[0] != c.d[0]) {
+				diag_node(g, n, "input %d is %s, expected [%lld]", i, ts(t), (long long)c.d[0]);
+				return false;
+			}
+		}
+		for (int i = 1; i < nd->nout; i++)
+			if (!set_out(g, n, i, in(g, n, 3)->dtype, &c))
+				return false;
+		return set_out(g, n, 0, x->dtype, &s);
+	}
+	/* LayerNormalization: normalise over dims axis.. */
+	int64_t axis = ir_attr_int(g, n, "axis", -1);
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	Shape tail = {x->rank - (int)axis, {0}};
+	memcpy(tail.d, x->dims + axis, sizeof tail.d[0] * tail.rank);
+	for (int i = 1; i < 3; i++) {
+		Tensor *t = in(g, n, i);
+		Shape st = t ? shape_of(t) : tail;
+		if (!bcast_to(&st, &tail)) {
+			diag_node(g, n, "input %d is %s, which does not broadcast to %s", i, ts(t), ss(&tail));
+			return false;
+		}
+	}
+	Shape m = s;
+	for (int i = axis; i < m.rank; i++)
+		m.d[i] = 1;
+	int64_t st = ir_attr_int(g, n, "stash_type", DT_F32);
+	if (st != DT_F32 && st != DT_F64 && st != DT_F16 && st != DT_BF16) {
+		diag_node(g, n, "unsupported stash_type %lld", (long long)st);
+		return false;
+	}
+	return set_out(g, n, 0, x->dtype, &s) && set_out(g, n, 1, (DType)st, &m) &&
+	    set_out(g, n, 2, (DType)st, &m);
+}
+
+static bool
+infer_softmax(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	int64_t axis = ir_attr_int(g, n, "axis", g->opset >= 13 ? -1 : 1);
+	Shape s = shape_of(x);
+	return norm_axis(g, n, &axis, x->rank) && set_out(g, n, 0, x->dtype, &s);
+}
+
+/* -------------------------------------------------------------- entry */
+
+bool
+ir_infer_node(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	if (!check_arity(g, n))
+		return false;
+	switch (nd->op) {
+	case OP_Constant: return infer_constant(g, n);
+	case OP_ConstantOfShape: return infer_const_of_shape(g, n);
+	case OP_Shape: {
+		Tensor *x = in(g, n, 0);
+		int64_t a = clamp_end(ir_attr_int(g, n, "start", 0), x->rank);
+		int64_t b = clamp_end(ir_attr_int(g, n, "end", x->rank), x->rank);
+		Shape s = {1, {b > a ? b - a : 0}};
+		return set_out(g, n, 0, DT_I64, &s);
+	}
+	case OP_Size: {
+		Shape s = {0, {0}};
+		return set_out(g, n, 0, DT_I64, &s);
+	}
+	case OP_Range: return infer_range(g, n);
+	case OP_Reshape: return infer_reshape(g, n);
+	case OP_Flatten: return infer_flatten(g, n);
+	case OP_Squeeze: case OP_Unsqueeze: return infer_squeeze(g, n);
+	case OP_Transpose: return infer_transpose(g, n);
+	case OP_Concat: return infer_concat(g, n);
+	case OP_Split: return infer_split(g, n);
+	case OP_Slice: return infer_slice(g, n);
+	case OP_Gather: return infer_gather(g, n);
+	case OP_Expand: return infer_expand(g, n);
+	case OP_Tile: return infer_tile(g, n);
+	case OP_Trilu: return infer_trilu(g, n);
+	case OP_Pad: return infer_pad(g, n);
+	case OP_MatMul: return infer_matmul(g, n);
+	case OP_Gemm: return infer_gemm(g, n);
+	case OP_Conv: return infer_conv(g, n);
+	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
+		return infer_pool(g, n);
+	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
+	case OP_Softmax: case OP_LogSoftmax: return infer_softmax(g, n);
+	default:
+		break;
+	}
+	switch (ir_op_kind(nd->op)) {
+	case OPK_UNARY: return infer_unary(g, n);
+	case OPK_BINARY: case OPK_VARIADIC: return infer_bcast(g, n);
+	case OPK_REDUCE: return infer_reduce(g, n);
+	default: die("no shape inference for %s", ir_op_name(nd->op));
+	}
+}
+
+bool
+ir_infer_all(Graph *g)
+{
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		if (g->nodes[n].dead)
+			continue;
+		if (!ir_infer_node(g, n))
+			return false;
+		ir_eval_node(g, n);
+	}
+	return true;
+}
