@@ -233,12 +233,17 @@ open_external(Loader *L, const char *what, const char *name, const char *loc)
 		char *slash = strchr(comp, '/');
 		if (slash)
 			*slash = 0;
-		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : 0);
+		/* O_NONBLOCK: a FIFO planted as a data file must not hang us */
+		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : O_NONBLOCK);
 		int nfd = *comp ? openat(fd, comp, flags) : dup(fd);
 		int err = errno;
+		struct stat st;
+		/* O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR: tell them apart */
+		bool link = err == ELOOP || (nfd < 0 && err == ENOTDIR &&
+		    fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode));
 		close(fd);
 		if (nfd < 0) {
-			if (err == ELOOP || (err == ENOTDIR && slash))
+			if (link)
 				diag_file(L->path, "%s '%s': external data location '%s' goes through a symbolic link",
 				    what, name, loc);
 			else
@@ -531,6 +536,12 @@ load_attr(Loader *L, NodeId nid, Onnx__AttributeProto *a)
 		diag_node(g, nid, "an attribute has no name");
 		return false;
 	}
+	for (const char *c = an; *c; c++)
+		if (!(('a' <= *c && *c <= 'z') || ('A' <= *c && *c <= 'Z') ||
+		    ('0' <= *c && *c <= '9') || *c == '_' || *c == '.' || *c == '-')) {
+			diag_node(g, nid, "attribute name '%s' is not an identifier", an);
+			return false;
+		}
 	if (ir_attr(g, nid, an)) {
 		diag_node(g, nid, "attribute '%s' is given twice", an);
 		return false;
@@ -580,13 +591,15 @@ load_attr(Loader *L, NodeId nid, Onnx__AttributeProto *a)
 		at = ir_set_attr(g, nid, an, ATTR_FLOATS);
 		at->n = (int)a->n_floats;
 		at->fs = ir_alloc(&g->arena, sizeof(float) * (a->n_floats + 1));
-		memcpy(at->fs, a->floats, sizeof(float) * a->n_floats);
+		if (a->n_floats)
+			memcpy(at->fs, a->floats, sizeof(float) * a->n_floats);
 		return true;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
 		at = ir_set_attr(g, nid, an, ATTR_INTS);
 		at->n = (int)a->n_ints;
 		at->is = ir_alloc(&g->arena, sizeof(int64_t) * (a->n_ints + 1));
-		memcpy(at->is, a->ints, sizeof(int64_t) * a->n_ints);
+		if (a->n_ints)
+			memcpy(at->is, a->ints, sizeof(int64_t) * a->n_ints);
 		return true;
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
 		const char **ss = ir_alloc(&g->arena, sizeof *ss * (a->n_strings + 1));
@@ -694,6 +707,10 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 		const char *d = m->opset_import[i]->domain ? m->opset_import[i]->domain : "";
 		if (*d && strcmp(d, "ai.onnx") != 0)
 			continue;
+		if (have_opset) {
+			diag_file(L->path, "opset_import lists the default ONNX domain twice");
+			return false;
+		}
 		have_opset = true;
 		g->opset = m->opset_import[i]->version;
 	}
@@ -801,6 +818,10 @@ onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, const char *d
     const OnnxOptions *o)
 {
 	WireInfo wi;
+	if (len == 0) {
+		diag_file(path, "not an ONNX model: the file is empty");
+		return NULL;
+	}
 	if (!onnx_wirescan(buf, len, path, &wi))
 		return NULL;
 	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
@@ -830,7 +851,7 @@ onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, const char *d
 Graph *
 onnx_load(const char *path, const OnnxOptions *o)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		diag_file(path, "cannot open: %s", strerror(errno));
 		return NULL;

@@ -91,6 +91,7 @@ onnx_wirescan(const uint8_t *buf, size_t len, const char *path, WireInfo *wi)
 	Frame stack[ONNX_MAX_DEPTH + 1];
 	int depth = 0, cap = 0, ngraph = 0;
 	const uint8_t *p = buf;
+	size_t at = 0;                  /* where the field being read starts */
 
 	memset(wi, 0, sizeof *wi);
 	stack[0] = (Frame){buf + len, M_MODEL, false, -1};
@@ -103,7 +104,7 @@ onnx_wirescan(const uint8_t *buf, size_t len, const char *path, WireInfo *wi)
 			continue;
 		}
 		uint64_t key, v;
-		size_t at = (size_t)(p - buf);
+		at = (size_t)(p - buf);
 		if (!varint(&p, fr->end, &key) || (key >> 3) == 0 || (key >> 3) > 536870911)
 			goto bad;
 		int field = (int)(key >> 3);
@@ -174,7 +175,7 @@ onnx_wirescan(const uint8_t *buf, size_t len, const char *path, WireInfo *wi)
 		p = body;
 	}
 bad:
-	diag_file(path, "not an ONNX model: malformed protobuf at byte offset %zu", (size_t)(p - buf));
+	diag_file(path, "not an ONNX model: malformed protobuf at byte offset %zu", at);
 fail:
 	free(wi->init);
 	memset(wi, 0, sizeof *wi);

@@ -21,13 +21,13 @@ typedef struct {
 	int next;
 } Printer;
 
-/* Quote s with C escapes; names from ONNX can hold anything. */
+/* s with C escapes (\\ \n \xHH, and \" when quoted); names from ONNX can
+ * hold anything, and a dump must stay one line per node. */
 static void
-put_quoted(FILE *f, const char *s)
+put_escaped(FILE *f, const char *s, bool quoted)
 {
-	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
+		if ((quoted && *p == '"') || *p == '\\')
 			fprintf(f, "\\%c", *p);
 		else if (*p == '\n')
 			fputs("\\n", f);
@@ -36,6 +36,13 @@ put_quoted(FILE *f, const char *s)
 		else
 			fputc(*p, f);
 	}
+}
+
+static void
+put_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	put_escaped(f, s, true);
 	fputc('"', f);
 }
 
@@ -241,14 +248,7 @@ put_node(Printer *pr, NodeId id)
 		for (int col = (int)len; col < 60; col++)
 			fputc(' ', out);
 		fputs("  # ", out);
-		for (const char *p = n->name; *p; p++) {
-			if (*p == '\n')
-				fputs("\\n", out);
-			else if (*p == '\\')
-				fputs("\\\\", out);
-			else
-				fputc(*p, out);
-		}
+		put_escaped(out, n->name, false);
 	}
 	fputc('\n', out);
 	free(line);

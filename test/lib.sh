@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass() { npass=$((npass + 1)); echo "PASS: $*"; }
 fail() { nfail=$((nfail + 1)); echo "FAIL: $*"; }
 # check NAME COMMAND...: pass when the command succeeds
-check() { name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
+check() { _what=$1; shift; if "$@"; then pass "$_what"; else fail "$_what"; fi; }
 finish() {
 	echo "$npass passed, $nfail failed"
 	[ "$nfail" = 0 ]

@@ -1,0 +1,503 @@
+#!/usr/bin/python3
+"""gen_diag.py - write the bad-model cases of test/diag/.
+
+Each case is one ONNX model breaking one rule tapc checks on untrusted
+input (docs: DESIGN.md "Untrusted input"), plus the exact first stderr
+line a user should read:
+
+    CASE.onnx  CASE.expected  [CASE.args]          a single-file model
+    CASE/model.onnx + data files  CASE.expected    external-data cases
+
+test/diag.sh runs `tapc CASE.onnx` (or `tapc CASE/model.onnx`) from this
+directory, so the expected lines name the file relatively.  An empty
+.expected file marks a positive control that must compile.  .args holds
+extra tapc arguments, one per line.
+
+The expected lines are written from the rule, not copied from tapc's
+output.  Needs Debian's python (onnx 1.12, numpy):
+    /usr/bin/python3 test/diag/gen_diag.py
+Everything is deterministic; a re-run reproduces the files byte for byte.
+"""
+import os
+import shutil
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = {}      # name -> (expected message without the prefix, args)
+
+
+# ------------------------------------------------------------ wire format
+def varint(v):
+    out = bytearray()
+    v &= (1 << 64) - 1
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def key(field, wt):
+    return varint(field << 3 | wt)
+
+
+def ld(field, payload):
+    """A length-delimited field."""
+    return key(field, 2) + varint(len(payload)) + payload
+
+
+def vi(field, v):
+    return key(field, 0) + varint(v)
+
+
+# ----------------------------------------------------------------- models
+def tiny_graph(**kw):
+    """x f32[1,4] -> Relu -> y f32[1,4], with overrides."""
+    nodes = kw.pop("nodes", [helper.make_node("Relu", ["x"], ["y"], name="relu")])
+    inputs = kw.pop("inputs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])])
+    outputs = kw.pop("outputs", [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    inits = kw.pop("inits", [])
+    assert not kw, kw
+    return helper.make_graph(nodes, "g", inputs, outputs, initializer=inits)
+
+
+def make_model(graph, opset=13):
+    opsets = [] if opset is None else [helper.make_opsetid("", opset)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def w_tensor(name="w", dims=(2, 2), dtype=TensorProto.FLOAT):
+    """An initializer built field by field (helper.make_tensor checks too much)."""
+    t = TensorProto()
+    t.name = name
+    t.dims.extend(dims)
+    if dtype is not None:
+        t.data_type = dtype
+    return t
+
+
+def add_graph(inits, extra_in=None):
+    """y = x + w with x, y f32[2,2]; the case breaks something in inits."""
+    return tiny_graph(
+        nodes=[helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])] + (extra_in or []),
+        outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        inits=inits)
+
+
+def good_w():
+    t = w_tensor()
+    t.float_data.extend([1, 2, 3, 4])
+    return t
+
+
+# ---------------------------------------------------------------- writing
+def clean():
+    for n in os.listdir(HERE):
+        p = os.path.join(HERE, n)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        elif n.endswith((".onnx", ".expected", ".args")):
+            os.unlink(p)
+
+
+def case(name, data, msg, args=()):
+    """A single-file case; msg is what follows 'tapc: error: NAME.onnx: '."""
+    if isinstance(data, onnx.ModelProto):
+        data = data.SerializeToString()
+    with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+        f.write(data)
+    finish(name, name + ".onnx", msg, args)
+
+
+def dir_case(name, model, files=(), links=(), dirs=(), msg=""):
+    """An external-data case: CASE/model.onnx plus files {rel: bytes},
+    symlinks {rel: target} and directories."""
+    root = os.path.join(HERE, name)
+    os.mkdir(root)
+    for d in dirs:
+        os.makedirs(os.path.join(root, d))
+    for rel, data in dict(files).items():
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+    for rel, target in dict(links).items():
+        os.symlink(target, os.path.join(root, rel))
+    with open(os.path.join(root, "model.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    finish(name, name + "/model.onnx", msg, ())
+
+
+def finish(name, path, msg, args):
+    line = "" if msg is None else "tapc: error: %s: %s" % (path, msg)
+    with open(os.path.join(HERE, name + ".expected"), "w") as f:
+        f.write(line + "\n" if line else "")
+    if args:
+        with open(os.path.join(HERE, name + ".args"), "w") as f:
+            f.write("".join(a + "\n" for a in args))
+    CASES[name] = line
+
+
+# ------------------------------------------------------------------ cases
+def cases_file():
+    ok = make_model(tiny_graph())
+    okb = ok.SerializeToString()
+    case("ok_tiny", ok, None)
+    # weights in packed float_data / double_data / int64_data (the unit
+    # test compares the file bytes at the loader's offsets with these)
+    d = w_tensor("d", dims=(3,), dtype=TensorProto.DOUBLE)
+    d.double_data.extend([0.5, -1.25, 3e300])
+    k = w_tensor("k", dims=(2,), dtype=TensorProto.INT64)
+    k.int64_data.extend([-7, 1 << 40])
+    w = good_w()
+    w.ClearField("float_data")
+    w.float_data.extend([1.5, -2.0, 3.25, 1e-30])
+    case("ok_typed_data", make_model(add_graph([w, d, k])), None)
+
+    # size cap
+    case("size_cap", ok, "file is %d bytes, over the limit of 64 bytes (-max-model-size)" % len(okb),
+         ["-max-model-size=64"])
+
+    # framing errors; the offset a user needs is that of the bad field's key
+    # (where the valid model ends), not where the scanner gave up.
+    # An ir_version varint cut after two continuation bytes:
+    case("truncated_varint", okb + b"\x08\xff\xff",
+         "not an ONNX model: malformed protobuf at byte offset %d" % len(okb))
+    # producer_name claims 64 bytes, 3 follow
+    case("length_past_end", okb + b"\x12\x40abc",
+         "not an ONNX model: malformed protobuf at byte offset %d" % len(okb))
+    # end-group (wire type 4) key for field 1
+    case("wire_type_group", okb + b"\x0c",
+         "not an ONNX model: malformed protobuf at byte offset %d" % len(okb))
+    case("field_zero", okb + b"\x00\x00",
+         "not an ONNX model: malformed protobuf at byte offset %d" % len(okb))
+    case("empty", b"", "not an ONNX model: the file is empty")
+
+    # 50 nested If nodes: model, graph, node, attribute, graph, ... over 150
+    # levels (1.4 KB).
+    # The message at depth 100 (the 101st counting the model) is refused.
+    body = ld(1, helper.make_node("Relu", ["x"], ["y"]).SerializeToString())
+    for _ in range(50):
+        attr = ld(1, b"then_branch") + vi(20, 5) + ld(6, body)
+        body = ld(1, ld(4, b"If") + ld(5, attr))
+    deep = vi(1, 8) + ld(8, vi(2, 13)) + ld(7, body)
+    case("too_deep", deep,
+         "protobuf messages nested deeper than 100 at byte offset %d" % find_depth(deep, 100))
+
+    # the same through TypeProto: an input of sequence(sequence(...)) 60 deep
+    t = helper.make_tensor_type_proto(TensorProto.FLOAT, [1])
+    for _ in range(60):
+        t = helper.make_sequence_type_proto(t)
+    g = tiny_graph(inputs=[helper.make_value_info("x", t)])
+    tb = make_model(g).SerializeToString()
+    # depth: model 0, graph 1, value_info 2, type 3, seq 4, type 5, ...
+    case("too_deep_type", tb,
+         "protobuf messages nested deeper than 100 at byte offset %d" % find_depth(tb, 100))
+
+    case("two_graphs", okb + ld(7, tiny_graph().SerializeToString()),
+         "the model holds more than one graph field (byte offset %d)" % len(okb))
+
+    case("no_opset", make_model(tiny_graph(), opset=None),
+         "no opset_import for the default ONNX domain")
+    m = make_model(tiny_graph(), opset=None)
+    m.opset_import.extend([helper.make_opsetid("ai.onnx.ml", 3)])
+    case("only_ml_opset", m, "no opset_import for the default ONNX domain")
+    case("opset_too_old", make_model(tiny_graph(), opset=6),
+         "opset 6 is not supported (tapc reads opsets 7 to 18)")
+    case("opset_too_new", make_model(tiny_graph(), opset=19),
+         "opset 19 is not supported (tapc reads opsets 7 to 18)")
+
+    m = onnx.ModelProto()
+    m.ir_version = 8
+    m.opset_import.extend([helper.make_opsetid("", 13)])
+    case("no_graph", m, "the model has no graph")
+    case("no_outputs", make_model(tiny_graph(outputs=[])), "the graph has no outputs")
+
+    # SSA
+    case("ssa_two_nodes", make_model(tiny_graph(nodes=[
+        helper.make_node("Relu", ["x"], ["y"], name="relu1"),
+        helper.make_node("Relu", ["x"], ["y"], name="relu2")])),
+        "node 'relu2' (Relu): output 'y' is already defined (values must be assigned once)")
+    case("ssa_shadow_input", make_model(tiny_graph(nodes=[
+        helper.make_node("Relu", ["x"], ["x"], name="relu")], outputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])])),
+        "node 'relu' (Relu): output 'x' is already defined (values must be assigned once)")
+    case("ssa_init_twice", make_model(add_graph([good_w(), good_w()])),
+         "initializers: value 'w' is defined more than once")
+    case("ssa_input_twice", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])])),
+        "graph inputs: value 'x' is defined more than once")
+
+    case("not_topological", make_model(tiny_graph(nodes=[
+        helper.make_node("Relu", ["t"], ["y"], name="second"),
+        helper.make_node("Relu", ["x"], ["t"], name="first")])),
+        "node 'second' (Relu): input 't' is used before the node that defines it "
+        "(nodes are not in topological order)")
+    case("undefined_input", make_model(tiny_graph(nodes=[
+        helper.make_node("Add", ["x", "nope"], ["y"], name="add")])),
+        "node 'add' (Add): input 'nope' is not defined")
+    case("undefined_output", make_model(tiny_graph(outputs=[
+        helper.make_tensor_value_info("nope", TensorProto.FLOAT, [1, 4])])),
+        "graph output 'nope' is not defined")
+
+    # data types
+    t = w_tensor(dtype=None)
+    t.float_data.extend([1, 2, 3, 4])
+    case("dtype_missing", make_model(add_graph([t])), "initializer 'w': no data type")
+    t = w_tensor(dtype=TensorProto.UNDEFINED)
+    t.float_data.extend([1, 2, 3, 4])
+    case("dtype_undefined", make_model(add_graph([t])), "initializer 'w': unknown data type 0")
+    t = w_tensor(dtype=99)
+    t.float_data.extend([1, 2, 3, 4])
+    case("dtype_unknown", make_model(add_graph([t])), "initializer 'w': unknown data type 99")
+    t = w_tensor(dtype=TensorProto.STRING)
+    t.string_data.extend([b"a", b"b", b"c", b"d"])
+    case("dtype_string", make_model(add_graph([t])),
+         "initializer 'w': data type str is not supported")
+    case("input_dtype_unknown", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", 77, [1, 4])])),
+        "input 'x': unknown data type 77")
+
+    # data fields
+    t = w_tensor()
+    t.int64_data.extend([1, 2, 3, 4])
+    case("field_mismatch", make_model(add_graph([t])),
+         "initializer 'w': data type f32 but the values are in int64_data")
+    t = w_tensor()
+    t.raw_data = b"\0" * 12
+    case("raw_data_length", make_model(add_graph([t])),
+         "initializer 'w': raw_data is 12 bytes, expected 16 for f32[2,2]")
+    t = w_tensor()
+    t.float_data.extend([1, 2, 3])
+    case("typed_count", make_model(add_graph([t])),
+         "initializer 'w': float_data holds 3 values, expected 4 for f32[2,2]")
+    t = w_tensor()
+    case("no_values", make_model(add_graph([t])), "initializer 'w': no values for f32[2,2]")
+    t = good_w()
+    t.raw_data = b"\0" * 16
+    case("two_data_fields", make_model(add_graph([t])),
+         "initializer 'w': values in more than one data field")
+
+    # dims
+    t = w_tensor(dims=(2, -1))
+    case("neg_dim_initializer", make_model(add_graph([t])),
+         "initializer 'w': dimension 1 is -1, expected >= 0")
+    case("neg_dim_input", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, -4])])),
+        "input 'x': dimension 1 is -4, expected >= 0")
+    t = w_tensor(dims=(1 << 62, 8))
+    case("numel_overflow", make_model(add_graph([t])),
+         "initializer 'w': element count overflows int64")
+    t = w_tensor(dims=(1 << 61, 1))
+    case("bytes_overflow", make_model(add_graph([t])),
+         "initializer 'w': byte size overflows int64")
+    case("numel_overflow_input", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1 << 32, 1 << 32])])),
+        "input 'x': element count overflows int64")
+    t = w_tensor(dims=(1,) * 9)
+    t.float_data.append(1)
+    case("rank_over_8", make_model(add_graph([t])),
+         "initializer 'w': rank 9 is over tapc's limit of 8")
+    case("rank_over_8_input", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1] * 9)])),
+        "input 'x': rank 9 is over tapc's limit of 8")
+
+    # inputs
+    case("input_no_shape", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, None)])),
+        "input 'x': no shape (tapc needs static shapes)")
+    case("input_not_tensor", make_model(tiny_graph(inputs=[
+        helper.make_value_info("x", helper.make_sequence_type_proto(
+            helper.make_tensor_type_proto(TensorProto.FLOAT, [1, 4])))])),
+        "input 'x': type is not a tensor")
+    case("symbolic_dim", make_model(tiny_graph(inputs=[
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "n"])])),
+        "input 'x': dimension 1 is symbolic ('n'); tapc needs static shapes except the batch dimension 0")
+
+    # operators
+    case("unsupported_op", make_model(tiny_graph(nodes=[
+        helper.make_node("FooBar", ["x"], ["y"], name="foo")])),
+        "node 'foo' (FooBar): unsupported operator 'FooBar' (docs/ops.md lists the supported ones)")
+    boxes = helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 8, 4])
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 8])
+    case("nms", make_model(tiny_graph(
+        nodes=[helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="/nms")],
+        inputs=[boxes, scores],
+        outputs=[helper.make_tensor_value_info("sel", TensorProto.INT64, [8, 3])])),
+        "node '/nms' (NonMaxSuppression): unsupported operator 'NonMaxSuppression' "
+        "(docs/ops.md lists the supported ones)")
+    case("unsupported_domain", make_model(tiny_graph(nodes=[
+        helper.make_node("FusedGemm", ["x"], ["y"], name="fg", domain="com.microsoft")])),
+        "node 'fg' (FusedGemm): operator domain 'com.microsoft' is not supported")
+    branch = tiny_graph()
+    case("subgraph_if", make_model(tiny_graph(
+        nodes=[helper.make_node("If", ["c"], ["y"], name="if",
+                                then_branch=branch, else_branch=branch)],
+        inputs=[helper.make_tensor_value_info("c", TensorProto.BOOL, [])])),
+        "node 'if' (If): unsupported operator 'If' (docs/ops.md lists the supported ones)")
+    n = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    n.attribute.extend([helper.make_attribute("body", branch)])
+    case("subgraph_attr", make_model(tiny_graph(nodes=[n])),
+         "node 'relu' (Relu): attribute 'body' holds a subgraph; control flow is not supported")
+    n = helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu", alpha=0.1)
+    n.attribute.extend([helper.make_attribute("alpha", 0.2)])
+    case("duplicate_attr", make_model(tiny_graph(nodes=[n])),
+         "node 'lrelu' (LeakyRelu): attribute 'alpha' is given twice")
+
+    # a sparse initializer
+    m = make_model(add_graph([good_w()]))
+    sp = m.graph.sparse_initializer.add()
+    sp.values.CopyFrom(helper.make_tensor("s", TensorProto.FLOAT, [1], [1.0]))
+    sp.indices.CopyFrom(helper.make_tensor("s_i", TensorProto.INT64, [1], [0]))
+    sp.dims.extend([4])
+    case("sparse_initializer", m, "sparse initializers are not supported")
+
+    # shape inference: [2,3] x [4,5]
+    case("matmul_shapes", make_model(tiny_graph(
+        nodes=[helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+        inputs=[helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+                helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5])],
+        outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])),
+        "node 'mm' (MatMul): input 1 is f32[4,5], expected [3,N]")
+
+
+def read_ld(b):
+    """Split key + length off a length-delimited field; returns (key, body)."""
+    i = 0
+    while b[i] & 0x80:
+        i += 1
+    i += 1
+    n, shift = 0, 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7f) << shift
+        shift += 7
+        if not c & 0x80:
+            break
+    return b[:i], b[i:i + n]
+
+
+# sub-message fields along the chains of too_deep and too_deep_type
+SUB = {("model", 7): "graph", ("graph", 11): "vi", ("vi", 2): "type",
+       ("type", 4): "seq", ("seq", 1): "type", ("type", 1): "ttype",
+       ("ttype", 2): "shape", ("shape", 1): "dim", ("graph", 1): "node",
+       ("graph", 12): "vi", ("model", 8): "opset", ("node", 5): "attr",
+       ("attr", 6): "graph"}
+
+
+def find_depth(buf, want):
+    """Byte offset of the key of the first message at depth `want` (the
+    model is depth 0), walking only the fields in SUB."""
+    def walk(b, base, typ, depth):
+        i = 0
+        while i < len(b):
+            at = i
+            k, i = rd(b, i)
+            f, wt = k >> 3, k & 7
+            if wt == 0:
+                _, i = rd(b, i)
+                continue
+            if wt == 1:
+                i += 8
+                continue
+            if wt == 5:
+                i += 4
+                continue
+            n, i = rd(b, i)
+            sub = SUB.get((typ, f))
+            if sub:
+                if depth + 1 == want:
+                    return base + at
+                r = walk(b[i:i + n], base + i, sub, depth + 1)
+                if r is not None:
+                    return r
+            i += n
+        return None
+
+    def rd(b, i):
+        n, shift = 0, 0
+        while True:
+            c = b[i]
+            i += 1
+            n |= (c & 0x7f) << shift
+            shift += 7
+            if not c & 0x80:
+                return n, i
+    r = walk(buf, 0, "model", 0)
+    assert r is not None
+    return r
+
+
+def ext_model(entries, location=TensorProto.EXTERNAL, name="w"):
+    t = w_tensor(name)
+    for k, v in entries:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    if location is not None:
+        t.data_location = location
+    return make_model(add_graph([t]))
+
+
+W16 = bytes(range(16))
+
+
+def cases_dir():
+    dir_case("ok_external", ext_model([("location", "w.bin")]), files={"w.bin": W16}, msg=None)
+    dir_case("ext_absolute", ext_model([("location", "/etc/passwd")]),
+             msg="initializer 'w': external data location '/etc/passwd' is an absolute path")
+    dir_case("ext_dotdot", ext_model([("location", "../ok_external/w.bin")]),
+             msg="initializer 'w': external data location '../ok_external/w.bin' leaves the model's directory")
+    dir_case("ext_symlink_file", ext_model([("location", "w.bin")]),
+             files={"real.bin": W16}, links={"w.bin": "real.bin"},
+             msg="initializer 'w': external data location 'w.bin' goes through a symbolic link")
+    dir_case("ext_symlink_dir", ext_model([("location", "sub/w.bin")]),
+             files={"real/w.bin": W16}, dirs=["real"], links={"sub": "real"},
+             msg="initializer 'w': external data location 'sub/w.bin' goes through a symbolic link")
+    dir_case("ext_missing", ext_model([("location", "w.bin")]),
+             msg="initializer 'w': external data file 'w.bin': No such file or directory")
+    dir_case("ext_not_dir", ext_model([("location", "w.bin/x")]), files={"w.bin": W16},
+             msg="initializer 'w': external data file 'w.bin/x': Not a directory")
+    dir_case("ext_is_dir", ext_model([("location", "sub")]), dirs=["sub"],
+             files={"sub/w.bin": W16},   # git keeps no empty directory
+             msg="initializer 'w': external data 'sub' is not a regular file")
+    dir_case("ext_no_location", ext_model([("offset", "0")]),
+             msg="initializer 'w': external data has no location")
+    dir_case("ext_beyond", ext_model([("location", "w.bin"), ("offset", "8"), ("length", "16")]),
+             files={"w.bin": W16},
+             msg="initializer 'w': external data offset 8 + length 16 is beyond the end of 'w.bin' (16 bytes)")
+    dir_case("ext_length", ext_model([("location", "w.bin"), ("length", "8")]),
+             files={"w.bin": W16},
+             msg="initializer 'w': external data length is 8 bytes, expected 16 for f32[2,2]")
+    dir_case("ext_bad_offset", ext_model([("location", "w.bin"), ("offset", "-4")]),
+             files={"w.bin": W16},
+             msg="initializer 'w': external data offset '-4' is not a byte count")
+    dir_case("ext_default", ext_model([("location", "w.bin")], location=TensorProto.DEFAULT),
+             files={"w.bin": W16},
+             msg="initializer 'w': external_data given but data_location is not EXTERNAL")
+    m = ext_model([("location", "w.bin")])
+    m.graph.initializer[0].raw_data = W16
+    dir_case("ext_and_values", m, files={"w.bin": W16},
+             msg="initializer 'w': external data and values in the model at once")
+
+
+def main():
+    clean()
+    cases_file()
+    cases_dir()
+    for name in sorted(CASES):
+        for suffix in ("", ".onnx"):
+            p = os.path.join(HERE, name + suffix)
+            if os.path.isfile(p) and os.path.getsize(p) > 16384:
+                sys.exit("%s is larger than 16 KiB" % p)
+    print("%d cases" % len(CASES))
+
+
+if __name__ == "__main__":
+    main()
