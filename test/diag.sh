@@ -43,7 +43,16 @@ for exp in "$diagdir"/*.expected; do
 	fi
 	set -- "$@" -emit=ir -o "$out/result.ir"
 
-	(cd "$diagdir" && exec "$TAPC" "$@") > "$work/stdout" 2> "$work/stderr"
+	# CASE/SYMLINKS lists "LINK TARGET" pairs to make in a copy of the case
+	rundir=$diagdir
+	if [ -f "$diagdir/$name/SYMLINKS" ]; then
+		rundir=$work/cases
+		rm -rf "$rundir" && mkdir -p "$rundir" && cp -R "$diagdir/$name" "$rundir/" || exit 1
+		while read -r link target; do
+			ln -s "$target" "$rundir/$name/$link" || exit 1
+		done < "$diagdir/$name/SYMLINKS"
+	fi
+	(cd "$rundir" && exec "$TAPC" "$@") > "$work/stdout" 2> "$work/stderr"
 	rc=$?
 	first=$(sed -n 1p "$work/stderr")
 	want=$(cat "$exp")
