@@ -1,0 +1,2 @@
+/* pbio.c - placeholder */
+#include "runtime/internal.h"

@@ -1,0 +1,186 @@
+/*
+ * taprt.h - libtaprt, the runtime that tapc's generated programs link with.
+ *
+ * A generated program is a table of tensors and nodes per rank plus a
+ * function per rank that calls one kernel per node, in order:
+ *
+ *     taprt_op_MatMul(cx, &N12);        // /h.0/attn/c_attn/MatMul
+ *
+ * Kernels implement ONNX semantics on static shapes (tapc checked them at
+ * compile time) and read attributes through taprt_attr_*.  Collectives go
+ * through a backend (in-process threads by default; MPI and NCCL later)
+ * behind the taprt_comm interface.  taprt_main() is the program's whole
+ * command line: --check, --inputs/--outputs, --bench, --backend.
+ *
+ * The runtime never calls exit(): errors come back as non-zero returns and
+ * a message in the context.
+ */
+#ifndef TAPRT_H
+#define TAPRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TAPRT_MAX_RANK 8
+
+/* Element types: ONNX TensorProto.DataType numbering. */
+enum {
+	TAPRT_F32 = 1, TAPRT_U8 = 2, TAPRT_I8 = 3, TAPRT_U16 = 4, TAPRT_I16 = 5,
+	TAPRT_I32 = 6, TAPRT_I64 = 7, TAPRT_BOOL = 9, TAPRT_F16 = 10,
+	TAPRT_F64 = 11, TAPRT_U32 = 12, TAPRT_U64 = 13, TAPRT_BF16 = 16,
+};
+int taprt_dtype_size(int dtype);        /* 0 for unsupported */
+const char *taprt_dtype_name(int dtype); /* "f32" */
+
+typedef struct {
+	void *data;                     /* set at rank start-up */
+	int dtype;
+	int rank;
+	int64_t dims[TAPRT_MAX_RANK];
+	int64_t numel;                  /* product of dims (1 for a scalar) */
+} taprt_tensor;
+
+enum {
+	TAPRT_ATTR_FLOAT, TAPRT_ATTR_INT, TAPRT_ATTR_STRING, TAPRT_ATTR_TENSOR,
+	TAPRT_ATTR_FLOATS, TAPRT_ATTR_INTS, TAPRT_ATTR_STRINGS,
+};
+
+typedef struct {
+	const char *name;
+	int type;                       /* TAPRT_ATTR_* */
+	int n;                          /* element count of list types */
+	float f;
+	int64_t i;
+	const char *s;
+	const float *fs;
+	const int64_t *is;
+	const char *const *ss;
+	const taprt_tensor *t;
+} taprt_attr;
+
+typedef struct {
+	const char *name;               /* ONNX node name, for messages */
+	int opset;                      /* default-domain opset of the model */
+	int nin, nout, nattr;
+	taprt_tensor *const *in;        /* NULL entries: omitted optional inputs */
+	taprt_tensor *const *out;       /* NULL entries: unused optional outputs */
+	const taprt_attr *attr;         /* sorted by name */
+} taprt_node;
+
+const taprt_attr *taprt_attr_get(const taprt_node *n, const char *name);
+int64_t taprt_attr_int(const taprt_node *n, const char *name, int64_t dflt);
+float taprt_attr_float(const taprt_node *n, const char *name, float dflt);
+const char *taprt_attr_str(const taprt_node *n, const char *name, const char *dflt);
+/* Integer list from input `input` if present, else attribute `name`.
+ * Returns the count, -1 if neither is there; at most max copied to out. */
+int taprt_ints(const taprt_node *n, int input, const char *name, int64_t *out, int max);
+
+/* ------------------------------------------------------- communication */
+
+typedef struct taprt_comm taprt_comm;
+
+/* A group of ranks taking part in one collective, in group order. */
+typedef struct {
+	int size;
+	const int *ranks;               /* global ranks */
+} taprt_group;
+
+enum { TAPRT_SUM, TAPRT_MAX, TAPRT_MIN, TAPRT_PROD };
+
+/*
+ * A communication backend.  Every function is collective over the group
+ * (send/recv: the pair) and returns 0 or an error code.  Buffers are device
+ * or host memory as the backend expects; counts are elements of dtype.
+ */
+typedef struct {
+	const char *name;               /* "threads", "mpi", "nccl" */
+	int (*allreduce)(taprt_comm *c, const taprt_group *g, void *buf, int64_t count,
+	    int dtype, int op);
+	int (*allgather)(taprt_comm *c, const taprt_group *g, const void *send, void *recv,
+	    int64_t count, int dtype);  /* recv holds size * count, in group order */
+	int (*reduce_scatter)(taprt_comm *c, const taprt_group *g, const void *send, void *recv,
+	    int64_t count, int dtype, int op); /* send holds size * count */
+	int (*send)(taprt_comm *c, const void *buf, int64_t bytes, int peer, int tag);
+	int (*recv)(taprt_comm *c, void *buf, int64_t bytes, int peer, int tag);
+	int (*barrier)(taprt_comm *c, const taprt_group *g);
+} taprt_backend;
+
+extern const taprt_backend taprt_threads_backend;
+
+/* ------------------------------------------------------------- a rank */
+
+typedef struct taprt_ctx {
+	int rank, nranks;
+	const taprt_backend *be;
+	taprt_comm *comm;               /* this rank's handle */
+	void *arena;                    /* activations, 64-byte aligned */
+	void *const *inputs;            /* the program's input buffers, by index */
+	void *const *outputs;           /* the program's output buffers, by index */
+	void *weights;                  /* this rank's weight storage */
+	int intra_threads;              /* BLAS threads per rank */
+	char error[256];                /* set with a non-zero return */
+} taprt_ctx;
+
+/* Where a weight's bytes are: a byte range of a model file (files[file]),
+ * optionally one slice of it along an axis (tensor parallelism). */
+typedef struct {
+	taprt_tensor *t;                /* the rank's tensor; its dims are the slice's */
+	int file;
+	int64_t offset;                 /* byte offset of the full tensor */
+	int full_rank;
+	int64_t full_dims[TAPRT_MAX_RANK]; /* the full tensor's shape */
+	int slice_axis;                 /* -1: the whole tensor */
+	int64_t slice_start;            /* first index along slice_axis */
+} taprt_weight;
+
+typedef struct {
+	int (*init)(taprt_ctx *cx);     /* bind tensors to arena, inputs, weights */
+	int (*run)(taprt_ctx *cx);      /* one forward pass */
+	int64_t arena_bytes;
+	int64_t weight_bytes;
+	int nweights;
+	const taprt_weight *weights;
+} taprt_rank_program;
+
+typedef struct {
+	const char *name;               /* -> input_N / output_N names */
+	int dtype;
+	int rank;
+	int64_t dims[TAPRT_MAX_RANK];
+} taprt_io;
+
+typedef struct {
+	const char *name;               /* program name (the model file's stem) */
+	int nranks;
+	int ninputs, noutputs;
+	const taprt_io *inputs;
+	const taprt_io *outputs;
+	int output_rank;                /* which rank's outputs are the program's */
+	int nfiles;
+	const char *const *files;       /* model/external data files, relative to model_dir */
+	const char *model_dir;          /* relative to the executable's directory */
+	const taprt_rank_program *ranks; /* nranks entries */
+} taprt_program;
+
+/* Load weights for a rank from the mapped files (called by init). */
+int taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp);
+
+/* The whole generated main: parse argv, load, run, check or bench. */
+int taprt_main(int argc, char **argv, const taprt_program *p);
+
+/* ------------------------------------------------------------- kernels */
+
+/* One kernel per ONNX operator, named taprt_op_<OpType>. */
+#define TAPRT_OP(name) void taprt_op_##name(taprt_ctx *cx, const taprt_node *n);
+#include "taprt_ops.def"
+#undef TAPRT_OP
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,36 @@
+/*
+ * rt_util.h - building runtime tensors and nodes by hand in kernel tests.
+ *
+ *     float xv[] = {1, 2, 3, 4};
+ *     taprt_tensor x = rt_tensor(TAPRT_F32, xv, 2, (int64_t[]){2, 2});
+ *     taprt_tensor *in[] = {&x}, *out[] = {&y};
+ *     taprt_node n = rt_node(in, 1, out, 1, NULL, 0);
+ *     taprt_op_Relu(NULL, &n);
+ */
+#ifndef TAPC_TEST_RT_UTIL_H
+#define TAPC_TEST_RT_UTIL_H
+
+#include "runtime/taprt.h"
+
+static inline taprt_tensor
+rt_tensor(int dtype, void *data, int rank, const int64_t *dims)
+{
+	taprt_tensor t = {.data = data, .dtype = dtype, .rank = rank, .numel = 1};
+	for (int i = 0; i < rank; i++) {
+		t.dims[i] = dims[i];
+		t.numel *= dims[i];
+	}
+	return t;
+}
+
+/* attrs must be sorted by name, as tapc emits them */
+static inline taprt_node
+rt_node(taprt_tensor *const *in, int nin, taprt_tensor *const *out, int nout,
+    const taprt_attr *attr, int nattr)
+{
+	taprt_node n = {.name = "test", .opset = 17, .nin = nin, .nout = nout,
+		.nattr = nattr, .in = in, .out = out, .attr = attr};
+	return n;
+}
+
+#endif
