@@ -18,12 +18,15 @@ using namespace llvm;
 static cl::OptionCategory Cat("tapc options");
 
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<model.onnx | file.ir>"), cl::cat(Cat));
-static cl::opt<std::string> Output("o", cl::desc("Output file (-emit=ir) or directory; default stdout for IR"),
+static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or file (-emit=ir|plan; default stdout)"),
     cl::value_desc("path"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node (default 1x1)"),
     cl::value_desc("RxC"), cl::init("1x1"), cl::cat(Cat));
-static cl::opt<std::string> Emit("emit", cl::desc("What to write: ir (the IR after the pipeline)"),
-    cl::value_desc("ir"), cl::init("ir"), cl::cat(Cat));
+static cl::opt<std::string> Emit("emit", cl::desc("What to write: c (a program directory, default), ir (the IR), plan (plan.json)"),
+    cl::value_desc("c|ir|plan"), cl::init("c"), cl::cat(Cat));
+static cl::opt<bool> MD("MD", cl::desc("Also write a make dependency file (default: the output path + .d)"), cl::cat(Cat));
+static cl::opt<std::string> MF("MF", cl::desc("Write the make dependency file to FILE (implies -MD)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> Passes("passes", cl::desc("Comma-separated pass pipeline (default: the standard one; see -list-passes)"),
     cl::value_desc("a,b,c"), cl::init(""), cl::cat(Cat));
 static cl::list<std::string> PrintBefore("print-before", cl::desc("Print the IR to stderr before these passes"),
@@ -85,5 +88,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->batch = Batch;
 	o->max_model_size = MaxModelSize;
 	o->list_passes = ListPasses;
+	o->md = MD || !MF.empty();
+	o->mf = MF.c_str();
 	return true;
 }

@@ -30,6 +30,8 @@ typedef struct {
 	int64_t batch;                  /* 0 = as the model says */
 	int64_t max_model_size;
 	bool list_passes;
+	bool md;                        /* -MD or -MF */
+	const char *mf;                 /* -MF FILE, "" for the default */
 } TapcOptions;
 
 #ifdef __cplusplus

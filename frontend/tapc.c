@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/emit.h"
 #include "frontend/cl.h"
 #include "frontend/onnx.h"
 #include "passes/passes.h"
@@ -20,6 +21,7 @@
 static const char overview[] =
     "tapc - automatic 3D-parallel compiler for ONNX models\n"
     "\n"
+    "  tapc model.onnx -o out/ && make -C out && out/model --check test_data_set_0\n"
     "  tapc model.onnx -emit=ir               print the shaped, folded IR\n"
     "  tapc model.onnx -print-after-all       watch every pass change it\n"
     "  tapc dump.ir -passes=fold-constants    run one pass on a dumped IR file\n"
@@ -106,19 +108,39 @@ read_ir_file(const char *path)
 	return g;
 }
 
-/* Write the IR to path through a temporary sibling renamed into place. */
+typedef struct {
+	Graph *g;
+	const EmitOptions *eo;
+	bool plan;                      /* plan.json rather than the IR */
+} Writer;
+
+static void
+write_to(FILE *f, const Writer *w)
+{
+	if (!w->plan) {
+		ir_print(f, w->g);
+		return;
+	}
+	MemPlan mp;
+	emit_memplan(w->g, &mp);
+	emit_plan(f, w->g, w->eo, &mp);
+	emit_memplan_free(&mp);
+}
+
+/* Write the IR or plan to path through a temporary sibling renamed into
+ * place; "" or "-" is standard output. */
 static bool
-write_ir(Graph *g, const char *path)
+write_file(const char *path, const Writer *w)
 {
 	struct stat st;
 	if (!*path || strcmp(path, "-") == 0) {
-		ir_print(stdout, g);
+		write_to(stdout, w);
 		return fflush(stdout) == 0;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* /dev/null, a pipe */
 		FILE *f = fopen(path, "w");
 		if (f)
-			ir_print(f, g);
+			write_to(f, w);
 		if (!f || fclose(f) != 0) {
 			diag_error("cannot write '%s': %s", path, strerror(errno));
 			return false;
@@ -136,7 +158,7 @@ write_ir(Graph *g, const char *path)
 	}
 	fchmod(fd, 0644);
 	FILE *f = fdopen(fd, "w");
-	ir_print(f, g);
+	write_to(f, w);
 	bool ok = fflush(f) == 0;
 	ok = (fclose(f) == 0) && ok && rename(tmp, path) == 0;
 	if (!ok) {
@@ -144,6 +166,52 @@ write_ir(Graph *g, const char *path)
 		unlink(tmp);
 	}
 	free(tmp);
+	return ok;
+}
+
+/* "dir/gpt2.onnx" -> "gpt2": the program's name */
+static char *
+stem(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	char *s = strdup(base);
+	char *dot = strrchr(s, '.');
+	if (dot && dot != s)
+		*dot = 0;
+	for (char *p = s; *p; p++) /* a file name make and the shell take as is */
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+			*p = '_';
+	return s;
+}
+
+static bool
+emit(Graph *g, const TapcOptions *o)
+{
+	char exe[4096] = "";
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = 0;
+	char *name = stem(g->model);
+	EmitOptions eo = {.outdir = o->output, .program = name, .tapc_exe = exe};
+	char dep[4096] = "";
+	bool ok;
+	if (o->md) {
+		size_t len = strlen(o->output);
+		while (len > 1 && o->output[len - 1] == '/')
+			len--;
+		snprintf(dep, sizeof dep, "%s", *o->mf ? o->mf : "");
+		if (!*dep)
+			snprintf(dep, sizeof dep, "%.*s.d", (int)len, o->output);
+	}
+	if (strcmp(o->emit, "c") == 0) {
+		eo.depfile = o->md ? dep : NULL;
+		ok = emit_program(g, &eo);
+	} else {
+		Writer w = {g, &eo, strcmp(o->emit, "plan") == 0};
+		ok = write_file(o->output, &w) && (!o->md || emit_depfile(g, o->output, dep));
+	}
+	free(name);
 	return ok;
 }
 
@@ -170,9 +238,16 @@ main(int argc, char **argv)
 		diag_error("-mesh=%s: expected ROWSxCOLS with positive sizes, e.g. 2x8", o.mesh);
 		ok = false;
 	}
-	if (strcmp(o.emit, "ir") != 0) {
-		diag_error("-emit=%s: this tapc emits 'ir' only (the C backend and plan.json come with the backend)",
-		    o.emit);
+	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0) {
+		diag_error("-emit=%s: expected c, ir or plan", o.emit);
+		ok = false;
+	}
+	if (strcmp(o.emit, "c") == 0 && !*o.output) {
+		diag_error("-emit=c writes a directory: give it with -o DIR (or use -emit=ir)");
+		ok = false;
+	}
+	if (o.md && (!*o.output || strcmp(o.output, "-") == 0)) {
+		diag_error("-MD/-MF need an output file or directory (-o)");
 		ok = false;
 	}
 	if (o.batch < 0) {
@@ -211,7 +286,7 @@ main(int argc, char **argv)
 		.ir_dump_dir = o.ir_dump_dir,
 		.print_stream = stderr,
 	};
-	ok = pass_run_pipeline(g, &cx, pipeline, &po) && write_ir(g, o.output);
+	ok = pass_run_pipeline(g, &cx, pipeline, &po) && emit(g, &o);
 	ir_free(g);
 	free(extra);
 	return ok && diag_count == 0 ? 0 : 1;

@@ -263,9 +263,16 @@ bool ir_eval_node(Graph *g, NodeId n);  /* true if it set the outputs' values */
 const void *ir_value(Graph *g, TensorId t);
 #define IR_EVAL_MAX_ELEMS 65536         /* larger results are left to run time */
 
+/* ---------------------------------------------------------------- cost */
+
+int64_t ir_node_flops(Graph *g, NodeId n);  /* floating-point operations */
+int64_t ir_node_bytes(Graph *g, NodeId n);  /* bytes read and written */
+
 /* ------------------------------------------------------ text form (IR) */
 
 void ir_print(FILE *f, Graph *g);
+/* The %N each tensor gets in ir_print's text (-1: not printed); malloc'd. */
+int *ir_print_numbers(Graph *g);
 /* A float that reads back as one: always has '.', 'e', "inf" or "nan". */
 void ir_put_float(FILE *f, double v, int digits);
 /* Parse the text form; NULL after diag errors.  path names the input for them. */

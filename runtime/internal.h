@@ -5,6 +5,7 @@
 #define TAPRT_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "runtime/taprt.h"
@@ -53,6 +54,30 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
 		st[i] = j < 0 || t->dims[j] == 1 ? 0 : own[j];
 	}
 }
+
+/* A TensorProto file's contents (pbio.c). */
+typedef struct {
+	char name[256];
+	int dtype, rank;
+	int64_t dims[TAPRT_MAX_RANK];
+	int64_t numel;
+	void *data;                     /* malloc'd, numel elements of dtype */
+} taprt_pb;
+
+int taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen);
+int taprt_pb_read(const char *path, taprt_pb *t, char *err, size_t errlen);
+int taprt_pb_write(const char *path, const char *name, int dtype, int rank,
+    const int64_t *dims, const void *data);
+
+/* Map the program's files below model_dir (weights.c); 0 or -1 with err. */
+int taprt_map_files(const taprt_program *p, const char *model_dir, char *err, size_t errlen);
+void taprt_unmap_files(void);
+
+/* The threads backend's shared state (comm_threads.c): one world per
+ * process, one handle per rank thread. */
+taprt_comm *taprt_threads_world(int nranks);
+taprt_comm *taprt_threads_rank(taprt_comm *world, int rank);
+void taprt_threads_free(taprt_comm *world);
 
 /* BLAS threads per rank (set by taprt_main). */
 void taprt_blas_threads(int n);

@@ -1,2 +1,255 @@
-/* pbio.c - placeholder */
+/*
+ * pbio.c - read and write ONNX TensorProto files (input_N.pb, output_N.pb).
+ *
+ * A small hand-written reader of the protobuf wire format, so libtaprt
+ * needs no protobuf library: dims, data_type, name and the value fields
+ * (raw_data, or the typed float/int32/int64/double/uint64 fields).  The
+ * file comes from the user: every length is checked against the buffer.
+ * The writer emits dims, data_type, name and raw_data.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "runtime/internal.h"
+
+static bool
+varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 70; shift += 7) {
+		if (*p >= end)
+			return false;
+		uint8_t b = *(*p)++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Collect one element of a typed field as raw bits; they are converted
+ * to the dtype's layout at the end, since data_type may come later. */
+static bool
+push(uint64_t **vals, int64_t *n, int64_t *cap, uint64_t bits)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		uint64_t *v = realloc(*vals, (size_t)*cap * sizeof *v);
+		if (!v)
+			return false;
+		*vals = v;
+	}
+	(*vals)[(*n)++] = bits;
+	return true;
+}
+
+int
+taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	int64_t cap = 0, nvals = 0;
+	uint64_t *vals = NULL;
+	const uint8_t *raw = NULL;
+	uint64_t rawlen = 0;
+	memset(t, 0, sizeof *t);
+	while (p < end) {
+		uint64_t key, v;
+		if (!varint(&p, end, &key))
+			goto bad;
+		int field = (int)(key >> 3), wt = (int)(key & 7);
+		if (wt == 0) {
+			if (!varint(&p, end, &v))
+				goto bad;
+			if (field == 1) {
+				if (t->rank >= TAPRT_MAX_RANK)
+					goto rank;
+				t->dims[t->rank++] = (int64_t)v;
+			} else if (field == 2) {
+				t->dtype = (int)v;
+			} else if (field == 5 || field == 7 || field == 11) {
+				if (!push(&vals, &nvals, &cap, v))
+					goto bad;
+			}
+		} else if (wt == 5 || wt == 1) {
+			int n = wt == 5 ? 4 : 8;
+			if (end - p < n)
+				goto bad;
+			uint64_t bits = 0;
+			memcpy(&bits, p, n);
+			p += n;
+			if ((field == 4 || field == 10) && !push(&vals, &nvals, &cap, bits))
+				goto bad;
+		} else if (wt == 2) {
+			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
+				goto bad;
+			const uint8_t *body = p, *bend = p + v;
+			p = bend;
+			if (field == 8) {
+				size_t n = v < sizeof t->name - 1 ? v : sizeof t->name - 1;
+				memcpy(t->name, body, n);
+				t->name[n] = 0;
+			} else if (field == 9) {
+				raw = body;
+				rawlen = v;
+			} else if (field == 1 || field == 5 || field == 7 || field == 11) {
+				/* packed varints */
+				while (body < bend) {
+					if (!varint(&body, bend, &v))
+						goto bad;
+					if (field == 1) {
+						if (t->rank >= TAPRT_MAX_RANK)
+							goto rank;
+						t->dims[t->rank++] = (int64_t)v;
+					} else if (!push(&vals, &nvals, &cap, v)) {
+						goto bad;
+					}
+				}
+			} else if (field == 4 || field == 10) {
+				int n = field == 4 ? 4 : 8;
+				if ((bend - body) % n)
+					goto bad;
+				for (; body < bend; body += n) {
+					uint64_t bits = 0;
+					memcpy(&bits, body, n);
+					if (!push(&vals, &nvals, &cap, bits))
+						goto bad;
+				}
+			} else if (field == 6) {
+				snprintf(err, errlen, "string tensors are not supported");
+				goto fail;
+			}
+		} else {
+			goto bad;
+		}
+	}
+	if (!taprt_dtype_size(t->dtype)) {
+		snprintf(err, errlen, "data type %d is not supported", t->dtype);
+		goto fail;
+	}
+	t->numel = 1;
+	for (int i = 0; i < t->rank; i++) {
+		if (t->dims[i] < 0 || (t->dims[i] && t->numel > INT64_MAX / 16 / t->dims[i])) {
+			snprintf(err, errlen, "bad dimension %lld", (long long)t->dims[i]);
+			goto fail;
+		}
+		t->numel *= t->dims[i];
+	}
+	int64_t nbytes = t->numel * taprt_dtype_size(t->dtype);
+	if (raw) {
+		if ((int64_t)rawlen != nbytes) {
+			snprintf(err, errlen, "raw_data is %llu bytes, expected %lld", (unsigned long long)rawlen,
+			    (long long)nbytes);
+			goto fail;
+		}
+		t->data = malloc((size_t)nbytes + 1);
+		if (!t->data)
+			goto bad;
+		memcpy(t->data, raw, (size_t)nbytes);
+	} else if (nvals != t->numel) {
+		snprintf(err, errlen, "%lld values, expected %lld", (long long)nvals, (long long)t->numel);
+		goto fail;
+	} else {
+		int es = taprt_dtype_size(t->dtype);
+		t->data = malloc((size_t)nbytes + 1);
+		if (!t->data)
+			goto bad;
+		for (int64_t i = 0; i < nvals; i++) /* little-endian truncation */
+			memcpy((char *)t->data + i * es, &vals[i], es);
+	}
+	free(vals);
+	return 0;
+rank:
+	snprintf(err, errlen, "rank over %d", TAPRT_MAX_RANK);
+	goto fail;
+bad:
+	snprintf(err, errlen, "not a TensorProto (malformed protobuf)");
+fail:
+	free(vals);
+	free(t->data);
+	t->data = NULL;
+	return -1;
+}
+
+int
+taprt_pb_read(const char *path, taprt_pb *t, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t cap = 1 << 16, len = 0;
+	uint8_t *buf = malloc(cap);
+	for (;;) {
+		if (!buf)
+			break;
+		len += fread(buf + len, 1, cap - len, f);
+		if (len < cap)
+			break;
+		if (cap >= ((size_t)1 << 34)) { /* 16 GiB: surely not an input */
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		uint8_t *nb = realloc(buf, cap * 2);
+		if (!nb) {
+			free(buf);
+			buf = NULL;
+		}
+		buf = nb;
+		cap *= 2;
+	}
+	bool ioerr = ferror(f);
+	fclose(f);
+	if (!buf || ioerr) {
+		free(buf);
+		snprintf(err, errlen, "%s: cannot read", path);
+		return -1;
+	}
+	char why[200];
+	int rc = taprt_pb_parse(buf, len, t, why, sizeof why);
+	free(buf);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, why);
+	return rc;
+}
+
+static void
+put_varint(FILE *f, uint64_t v)
+{
+	while (v >= 0x80) {
+		fputc((int)(v & 0x7f) | 0x80, f);
+		v >>= 7;
+	}
+	fputc((int)v, f);
+}
+
+int
+taprt_pb_write(const char *path, const char *name, int dtype, int rank, const int64_t *dims,
+    const void *data)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	int64_t n = 1;
+	for (int i = 0; i < rank; i++) {
+		put_varint(f, 1 << 3);
+		put_varint(f, (uint64_t)dims[i]);
+		n *= dims[i];
+	}
+	put_varint(f, 2 << 3);
+	put_varint(f, (uint64_t)dtype);
+	size_t nl = strlen(name);
+	put_varint(f, 8 << 3 | 2);
+	put_varint(f, nl);
+	fwrite(name, 1, nl, f);
+	uint64_t bytes = (uint64_t)(n * taprt_dtype_size(dtype));
+	put_varint(f, 9 << 3 | 2);
+	put_varint(f, bytes);
+	fwrite(data, 1, bytes, f);
+	bool ok = !ferror(f);
+	return fclose(f) == 0 && ok ? 0 : -1;
+}

@@ -164,7 +164,7 @@ typedef struct {
 	int nfiles;
 	const char *const *files;       /* model/external data files, relative to model_dir */
 	const char *model_dir;          /* relative to the executable's directory */
-	const taprt_rank_program *ranks; /* nranks entries */
+	const taprt_rank_program *const *ranks; /* nranks entries */
 } taprt_program;
 
 /* Load weights for a rank from the mapped files (called by init). */

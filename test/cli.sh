@@ -35,8 +35,10 @@ expect 1 "unknown pass in -print-after" "$TAPC" $mlp -print-after=nope
 expect 1 "bad mesh" "$TAPC" $mlp -mesh 2y3
 check "bad mesh: message" has "$tmp/err" "expected ROWSxCOLS"
 expect 1 "zero mesh" "$TAPC" $mlp -mesh=0x4
-expect 1 "-emit=c is not built yet" "$TAPC" $mlp -emit=c
-expect 1 "missing file" "$TAPC" test/nonexistent.onnx
+expect 1 "-emit=c needs -o" "$TAPC" $mlp -emit=c
+check "-emit=c needs -o: message" has "$tmp/err" "give it with -o DIR"
+expect 1 "unknown -emit" "$TAPC" $mlp -emit=asm
+expect 1 "missing file" "$TAPC" test/nonexistent.onnx -emit=ir
 check "missing file: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') = 1 ] && grep -q 'nonexistent.onnx: cannot open' '$tmp/err'"
 
 for form in "-mesh 2x2" "-mesh=2x2" "--mesh 2x2" "--mesh=2x2"; do
@@ -47,32 +49,32 @@ expect 0 "@file response file" "$TAPC" "@$tmp/args.rsp" $mlp
 printf -- '-frobnicate\n' >"$tmp/bad.rsp"
 expect 1 "@file with a bad option" "$TAPC" "@$tmp/bad.rsp" $mlp
 
-expect 0 "-print-after=fold-constants" "$TAPC" $gpt -print-after=fold-constants -o /dev/null
+expect 0 "-print-after=fold-constants" "$TAPC" $gpt -print-after=fold-constants -emit=ir -o /dev/null
 check "-print-after banner" has "$tmp/err" "IR Dump After fold-constants"
 check "-print-after prints IR" has "$tmp/err" '^graph "'
-expect 0 "-print-before=fold-constants" "$TAPC" $gpt -print-before=fold-constants -o /dev/null
+expect 0 "-print-before=fold-constants" "$TAPC" $gpt -print-before=fold-constants -emit=ir -o /dev/null
 check "-print-before shows Shape ops" has "$tmp/err" "= Shape "
-expect 0 "-print-after-all" "$TAPC" $mlp -print-after-all -o /dev/null
+expect 0 "-print-after-all" "$TAPC" $mlp -print-after-all -emit=ir -o /dev/null
 check "-print-after-all: one banner per pass" sh -c "[ \$(grep -c 'IR Dump After' '$tmp/err') = 3 ]"
-expect 0 "-time-passes" "$TAPC" $mlp -time-passes -o /dev/null
+expect 0 "-time-passes" "$TAPC" $mlp -time-passes -emit=ir -o /dev/null
 check "-time-passes table" has "$tmp/err" "Total"
-expect 0 "-stop-after=verify" "$TAPC" $gpt -stop-after=verify -o "$tmp/stop.ir"
+expect 0 "-stop-after=verify" "$TAPC" $gpt -stop-after=verify -emit=ir -o "$tmp/stop.ir"
 check "-stop-after stops before folding" has "$tmp/stop.ir" "= Shape "
 expect 1 "-stop-after a pass not in the pipeline" "$TAPC" $mlp -passes=verify -stop-after=fold-constants
-expect 0 "-verify-each" "$TAPC" $gpt -verify-each -o /dev/null
-expect 0 "-ir-dump-dir" "$TAPC" $gpt -ir-dump-dir="$tmp/dumps" -o /dev/null
+expect 0 "-verify-each" "$TAPC" $gpt -verify-each -emit=ir -o /dev/null
+expect 0 "-ir-dump-dir" "$TAPC" $gpt -ir-dump-dir="$tmp/dumps" -emit=ir -o /dev/null
 check "-ir-dump-dir: numbered files" test -f "$tmp/dumps/02-fold-constants.ir"
 check "-ir-dump-dir: one per pass plus input" sh -c "[ \$(ls '$tmp/dumps' | wc -l) = 4 ]"
-expect 0 "-batch=3" "$TAPC" $gpt -batch=3 -o "$tmp/b3.ir"
+expect 0 "-batch=3" "$TAPC" $gpt -batch=3 -emit=ir -o "$tmp/b3.ir"
 check "-batch=3 reaches the logits" has "$tmp/b3.ir" "f32\[3,16,128\]"
 expect 1 "-batch=-2" "$TAPC" $gpt -batch=-2
 
 # a failed run leaves nothing behind, and never a half-written file
 mkdir "$tmp/outdir"
 printf 'garbage' >"$tmp/bad.onnx"
-expect 1 "bad model" "$TAPC" "$tmp/bad.onnx" -o "$tmp/outdir/x.ir"
+expect 1 "bad model" "$TAPC" "$tmp/bad.onnx" -emit=ir -o "$tmp/outdir/x.ir"
 check "bad model: no output left" sh -c "[ -z \"\$(ls -A '$tmp/outdir')\" ]"
-expect 0 "-o writes the IR" "$TAPC" $mlp -o "$tmp/outdir/x.ir"
+expect 0 "-o writes the IR" "$TAPC" $mlp -emit=ir -o "$tmp/outdir/x.ir"
 check "-o file is the IR" has "$tmp/outdir/x.ir" '^graph "'
 check "-o leaves no temporary" sh -c "[ \$(ls -A '$tmp/outdir' | wc -l) = 1 ]"
 finish

@@ -10,7 +10,7 @@ for case in */*.ir; do
 	pass=$(dirname "$case")
 	exp="${case%.ir}.expected"
 	[ -f "$exp" ] || { fail "$case: no $exp"; continue; }
-	"$TAPC" "$case" -passes="$pass" -o "$tmp/out.ir" 2>"$tmp/err"
+	"$TAPC" "$case" -passes="$pass" -emit=ir -o "$tmp/out.ir" 2>"$tmp/err"
 	status=$?
 	if head -1 "$exp" | grep -q '^tapc: error:'; then
 		if [ $status = 1 ] && [ "$(head -1 "$tmp/err")" = "$(head -1 "$exp")" ]; then

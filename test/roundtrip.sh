@@ -12,20 +12,20 @@ for m in test/e2e/*/model.onnx; do
 		a="$tmp/$name.$stage.ir"
 		b="$tmp/$name.$stage.back.ir"
 		if [ $stage = verify ]; then
-			"$TAPC" "$m" -passes=verify -o "$a" || { fail "$name/$stage: load"; continue; }
+			"$TAPC" "$m" -passes=verify -emit=ir -o "$a" || { fail "$name/$stage: load"; continue; }
 		else
-			"$TAPC" "$m" -o "$a" || { fail "$name/$stage: load"; continue; }
+			"$TAPC" "$m" -emit=ir -o "$a" || { fail "$name/$stage: load"; continue; }
 		fi
-		if "$TAPC" "$a" -passes=verify -o "$b"; then
+		if "$TAPC" "$a" -passes=verify -emit=ir -o "$b"; then
 			check "$name/$stage: print-read-print identical" cmp -s "$a" "$b"
 		else
 			fail "$name/$stage: reading the IR back"
 		fi
 	done
 	rm -rf "$tmp/dump"
-	"$TAPC" "$m" -ir-dump-dir="$tmp/dump" -o /dev/null
+	"$TAPC" "$m" -ir-dump-dir="$tmp/dump" -emit=ir -o /dev/null
 	for f in "$tmp"/dump/*.ir; do
-		"$TAPC" "$f" -passes=verify -o "$tmp/x.ir" && cmp -s "$f" "$tmp/x.ir" ||
+		"$TAPC" "$f" -passes=verify -emit=ir -o "$tmp/x.ir" && cmp -s "$f" "$tmp/x.ir" ||
 			{ fail "$name: dump $(basename "$f") does not read back"; continue 2; }
 	done
 	pass "$name: every -ir-dump-dir file reads back"

@@ -1,0 +1,47 @@
+/*
+ * emit.h - the C backend: a planned graph -> an output directory.
+ *
+ *   out/Makefile   builds out/NAME against libtaprt (build tree or installed)
+ *   out/main.c     the program table and main()
+ *   out/rankN.c    one translation unit per rank: tensors, nodes, init, run
+ *   out/plan.json  format version, mesh, degrees, ranks, tensors, predictions
+ *
+ * The directory is written to a temporary sibling and renamed into place,
+ * so a failed run leaves nothing half-written.
+ */
+#ifndef TAPC_EMIT_H
+#define TAPC_EMIT_H
+
+#include "ir/ir.h"
+
+typedef struct {
+	const char *outdir;             /* -o DIR */
+	const char *program;            /* program name: the model file's stem */
+	const char *depfile;            /* -MD/-MF: dependency file path, or NULL */
+	const char *tapc_exe;           /* /proc/self/exe of this tapc, to find its build tree */
+} EmitOptions;
+
+/* Arena layout of one rank's activations (memplan.c). */
+typedef struct {
+	int64_t *offset;                /* per tensor: byte offset in the arena, -1 if not there */
+	int64_t arena_bytes;
+	int64_t *woffset;               /* per tensor: offset in the weight region, -1 if none */
+	int64_t weight_bytes;
+} MemPlan;
+
+void emit_memplan(Graph *g, MemPlan *mp);
+void emit_memplan_free(MemPlan *mp);
+
+/* Write the whole output directory; false after a diag error. */
+bool emit_program(Graph *g, const EmitOptions *o);
+
+/* Pieces, each writing one file into dir (emit_c.c, emit_make.c, plan_json.c). */
+bool emit_rank_c(Graph *g, int rank, const MemPlan *mp, const char *dir);
+bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir);
+bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir);
+bool emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mp, const char *dir);
+bool emit_depfile(Graph *g, const char *target, const char *path);
+/* plan.json's text (-emit=plan writes it alone). */
+void emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp);
+
+#endif

@@ -1,0 +1,368 @@
+/*
+ * emit_c.c - one rank's translation unit: tensors, constants, nodes, and
+ * the init and run functions taprt_main calls.
+ *
+ * Tensors are numbered as in the IR dump (T[9] is %9), each kernel call
+ * carries its ONNX node name, and nothing depends on time or addresses, so
+ * two runs of tapc give the same bytes.  Weights are not copied into the
+ * source: the weight table records where their bytes are in the model
+ * files and init() has the runtime read them (or this rank's slice).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/emit.h"
+
+typedef struct {
+	FILE *f;
+	Graph *g;
+	int *num;                       /* tensor id -> %N */
+	const MemPlan *mp;
+} Emitter;
+
+/* A C string literal for s. */
+static void
+put_cstr(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f || *p == '?') /* '?': no trigraphs */
+			fprintf(f, "\\%03o", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* A comment-safe copy of a node name (no "*" "/" pairs, no newlines). */
+static void
+put_comment(FILE *f, const char *s)
+{
+	for (const char *p = s; *p; p++)
+		fputc((*p == '\n' || (*p == '*' && p[1] == '/')) ? ' ' : *p, f);
+}
+
+static void
+put_float(FILE *f, double v, bool single)
+{
+	if (isnan(v))
+		fputs(signbit(v) ? "-NAN" : "NAN", f);
+	else if (isinf(v))
+		fputs(v < 0 ? "-INFINITY" : "INFINITY", f);
+	else {
+		char buf[40];
+		snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", v);
+		fputs(buf, f);
+		if (!strpbrk(buf, ".e"))
+			fputs(".0", f);
+		if (single)
+			fputc('f', f);
+	}
+}
+
+static const char *
+ctype(DType t)
+{
+	switch (t) {
+	case DT_F32: return "float";
+	case DT_F64: return "double";
+	case DT_I64: return "int64_t";
+	case DT_I32: return "int32_t";
+	case DT_I16: return "int16_t";
+	case DT_I8: return "int8_t";
+	case DT_U64: return "uint64_t";
+	case DT_U32: return "uint32_t";
+	case DT_U16: case DT_F16: case DT_BF16: return "uint16_t";
+	case DT_U8: case DT_BOOL: return "uint8_t";
+	default: return NULL;
+	}
+}
+
+static void
+put_value(FILE *f, DType t, const void *p, int64_t i)
+{
+	switch (t) {
+	case DT_F32: put_float(f, ((const float *)p)[i], true); break;
+	case DT_F64: put_float(f, ((const double *)p)[i], false); break;
+	case DT_I64: {
+		int64_t v = ((const int64_t *)p)[i];
+		if (v == INT64_MIN)
+			fputs("INT64_MIN", f);
+		else
+			fprintf(f, "INT64_C(%" PRId64 ")", v);
+		break;
+	}
+	case DT_I32: {
+		int32_t v = ((const int32_t *)p)[i];
+		if (v == INT32_MIN)
+			fputs("INT32_MIN", f);
+		else
+			fprintf(f, "%" PRId32, v);
+		break;
+	}
+	case DT_I16: fprintf(f, "%d", ((const int16_t *)p)[i]); break;
+	case DT_I8: fprintf(f, "%d", ((const int8_t *)p)[i]); break;
+	case DT_U64: fprintf(f, "UINT64_C(%" PRIu64 ")", ((const uint64_t *)p)[i]); break;
+	case DT_U32: fprintf(f, "%" PRIu32 "u", ((const uint32_t *)p)[i]); break;
+	case DT_U16: case DT_F16: case DT_BF16: fprintf(f, "%u", ((const uint16_t *)p)[i]); break;
+	case DT_U8: case DT_BOOL: fprintf(f, "%u", ((const uint8_t *)p)[i]); break;
+	default: unreachable();
+	}
+}
+
+/* static const TYPE C<N>[] = {...}; for inline data */
+static void
+put_data(Emitter *e, TensorId t)
+{
+	Tensor *tt = &e->g->tensors[t];
+	int64_t n = ir_numel(tt);
+	fprintf(e->f, "static const %s C%d[%lld] = {", ctype(tt->dtype), e->num[t],
+	    (long long)(n ? n : 1));
+	for (int64_t i = 0; i < n; i++) {
+		fputs(!i ? "\n\t" : i % 8 ? ", " : ",\n\t", e->f);
+		put_value(e->f, tt->dtype, tt->bytes, i);
+	}
+	fputs(n ? "\n};\n" : "0};\n", e->f);
+}
+
+static bool
+has_data(const Tensor *t)
+{
+	return t->kind == TK_CONST || (t->kind == TK_WEIGHT && t->data == DATA_INLINE);
+}
+
+static void
+put_attr(Emitter *e, int node, int k, const Attr *a)
+{
+	FILE *f = e->f;
+	fputs("\t{", f);
+	put_cstr(f, a->name);
+	switch (a->type) {
+	case ATTR_FLOAT:
+		fputs(", TAPRT_ATTR_FLOAT, .f = ", f);
+		put_float(f, a->f, true);
+		break;
+	case ATTR_INT:
+		fprintf(f, ", TAPRT_ATTR_INT, .i = INT64_C(%" PRId64 ")", a->i);
+		break;
+	case ATTR_STRING:
+		fputs(", TAPRT_ATTR_STRING, .s = ", f);
+		put_cstr(f, a->s);
+		break;
+	case ATTR_TENSOR:
+		fprintf(f, ", TAPRT_ATTR_TENSOR, .t = &T[%d]", e->num[a->t]);
+		break;
+	case ATTR_FLOATS:
+		fprintf(f, ", TAPRT_ATTR_FLOATS, .n = %d, .fs = A%d_%d", a->n, node, k);
+		break;
+	case ATTR_INTS:
+		fprintf(f, ", TAPRT_ATTR_INTS, .n = %d, .is = A%d_%d", a->n, node, k);
+		break;
+	case ATTR_STRINGS:
+		fprintf(f, ", TAPRT_ATTR_STRINGS, .n = %d, .ss = A%d_%d", a->n, node, k);
+		break;
+	}
+	fputs("},\n", f);
+}
+
+/* The list values an attribute table points at. */
+static void
+put_attr_lists(Emitter *e, int node, const Node *n)
+{
+	FILE *f = e->f;
+	for (int k = 0; k < n->nattr; k++) {
+		const Attr *a = &n->attr[k];
+		if (a->type != ATTR_FLOATS && a->type != ATTR_INTS && a->type != ATTR_STRINGS)
+			continue;
+		fprintf(f, "static %s A%d_%d[] = {", a->type == ATTR_FLOATS ? "const float" :
+		    a->type == ATTR_INTS ? "const int64_t" : "const char *const", node, k);
+		for (int i = 0; i < a->n; i++) {
+			if (i)
+				fputs(", ", f);
+			if (a->type == ATTR_FLOATS)
+				put_float(f, a->fs[i], true);
+			else if (a->type == ATTR_INTS)
+				fprintf(f, "INT64_C(%" PRId64 ")", a->is[i]);
+			else
+				put_cstr(f, a->ss[i]);
+		}
+		fputs(a->n ? "};\n" : "0};\n", f);
+	}
+}
+
+static void
+put_node_tables(Emitter *e, NodeId id)
+{
+	FILE *f = e->f;
+	Node *n = &e->g->nodes[id];
+	put_attr_lists(e, id, n);
+	fprintf(f, "static taprt_tensor *const I%d[] = {", id);
+	for (int i = 0; i < n->nin; i++) {
+		if (n->in[i] == IR_NONE)
+			fprintf(f, "%s0", i ? ", " : "");
+		else
+			fprintf(f, "%s&T[%d]", i ? ", " : "", e->num[n->in[i]]);
+	}
+	fprintf(f, "%s};\nstatic taprt_tensor *const O%d[] = {", n->nin ? "" : "0", id);
+	for (int i = 0; i < n->nout; i++) {
+		if (n->out[i] == IR_NONE)
+			fprintf(f, "%s0", i ? ", " : "");
+		else
+			fprintf(f, "%s&T[%d]", i ? ", " : "", e->num[n->out[i]]);
+	}
+	fprintf(f, "%s};\n", n->nout ? "" : "0");
+	if (n->nattr) {
+		fprintf(f, "static const taprt_attr A%d[] = {\n", id);
+		for (int k = 0; k < n->nattr; k++)
+			put_attr(e, id, k, &n->attr[k]);
+		fputs("};\n", f);
+	}
+	fprintf(f, "static const taprt_node N%d = {", id);
+	put_cstr(f, n->name);
+	fprintf(f, ", %d, %d, %d, %d, I%d, O%d, ", (int)e->g->opset, n->nin, n->nout, n->nattr,
+	    id, id);
+	if (n->nattr)
+		fprintf(f, "A%d};\n", id);
+	else
+		fputs("0};\n", f);
+}
+
+bool
+emit_rank_c(Graph *g, int rank, const MemPlan *mp, const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/rank%d.c", dir, rank);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		diag_error("cannot write '%s': %s", path, strerror(errno));
+		return false;
+	}
+	Emitter e = {.f = f, .g = g, .mp = mp, .num = ir_print_numbers(g)};
+	int ntensors = 0;
+	for (TensorId t = 0; t < g->ntensors; t++)
+		if (e.num[t] >= ntensors)
+			ntensors = e.num[t] + 1;
+
+	fprintf(f, "/*\n * rank%d.c - rank %d of %s, generated by tapc from ", rank, rank, g->name);
+	put_comment(f, g->model);
+	fprintf(f, ".\n * T[N] is %%N in `tapc -emit=ir`; each call names its ONNX node.\n */\n");
+	fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n#include <taprt.h>\n\n", f);
+
+	/* tensors, in %N order, with their types and shapes */
+	TensorId *byn = malloc(sizeof *byn * (ntensors + 1));
+	for (int i = 0; i < ntensors; i++)
+		byn[i] = IR_NONE;
+	for (TensorId t = 0; t < g->ntensors; t++)
+		if (e.num[t] >= 0)
+			byn[e.num[t]] = t;
+	fprintf(f, "static taprt_tensor T[%d] = {\n", ntensors ? ntensors : 1);
+	for (int i = 0; i < ntensors; i++) {
+		Tensor *t = byn[i] == IR_NONE ? NULL : &g->tensors[byn[i]];
+		if (!t)
+			continue;
+		fprintf(f, "\t[%d] = {0, %d, %d, {", i, (int)t->dtype, t->rank);
+		for (int d = 0; d < t->rank; d++)
+			fprintf(f, d ? ", %lld" : "%lld", (long long)t->dims[d]);
+		fprintf(f, "%s}, %lld},", t->rank ? "" : "0", (long long)ir_numel(t));
+		if (t->kind == TK_INPUT || t->kind == TK_WEIGHT) {
+			fputs(t->kind == TK_INPUT ? " /* input " : " /* weight ", f);
+			put_comment(f, t->name);
+			fputs(" */", f);
+		}
+		fputc('\n', f);
+	}
+	fputs("};\n\n", f);
+
+	for (int i = 0; i < ntensors; i++)
+		if (byn[i] != IR_NONE && has_data(&g->tensors[byn[i]]))
+			put_data(&e, byn[i]);
+	fputc('\n', f);
+
+	/* the weight table: where each weight's bytes are in the model files */
+	int nweights = 0;
+	for (int i = 0; i < ntensors; i++)
+		if (byn[i] != IR_NONE && mp->woffset[byn[i]] >= 0)
+			nweights++;
+	fprintf(f, "static const taprt_weight W[%d] = {\n", nweights ? nweights : 1);
+	for (int i = 0; i < ntensors; i++) {
+		if (byn[i] == IR_NONE || mp->woffset[byn[i]] < 0)
+			continue;
+		Tensor *t = &g->tensors[byn[i]];
+		fprintf(f, "\t{&T[%d], %d, %lld, %d, {", i, t->file, (long long)t->offset, t->rank);
+		for (int d = 0; d < t->rank; d++)
+			fprintf(f, d ? ", %lld" : "%lld", (long long)t->dims[d]);
+		fprintf(f, "%s}, -1, 0},\n", t->rank ? "" : "0");
+	}
+	fputs("};\n\n", f);
+
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead)
+			put_node_tables(&e, n);
+
+	fprintf(f, "\nextern const taprt_rank_program taprt_rank%d;\n\n", rank);
+	fputs("static int\ninit(taprt_ctx *cx)\n{\n\tchar *a = cx->arena, *w = cx->weights;\n", f);
+	fputs("\t(void)a;\n\t(void)w;\n", f);
+	bool *bound = calloc(g->ntensors + 1, 1);
+	for (int i = 0; i < g->ninputs; i++)
+		fprintf(f, "\tT[%d].data = cx->inputs[%d];\n", e.num[g->inputs[i]], i);
+	for (int i = 0; i < g->noutputs; i++) {
+		TensorId t = g->outputs[i];
+		if (g->tensors[t].kind == TK_VALUE && !bound[t]) {
+			fprintf(f, "\tT[%d].data = cx->outputs[%d];\n", e.num[t], i);
+			bound[t] = true;
+		}
+	}
+	for (int i = 0; i < ntensors; i++) {
+		TensorId t = byn[i];
+		if (t == IR_NONE)
+			continue;
+		if (has_data(&g->tensors[t]))
+			fprintf(f, "\tT[%d].data = (void *)C%d;\n", i, i);
+		else if (mp->woffset[t] >= 0)
+			fprintf(f, "\tT[%d].data = w + %lld;\n", i, (long long)mp->woffset[t]);
+		else if (mp->offset[t] >= 0)
+			fprintf(f, "\tT[%d].data = a + %lld;\n", i, (long long)mp->offset[t]);
+	}
+	fprintf(f, "\treturn taprt_load_weights(cx, &taprt_rank%d);\n}\n\n", rank);
+
+	fputs("static int\nrun(taprt_ctx *cx)\n{\n", f);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead)
+			continue;
+		fprintf(f, "\ttaprt_op_%s(cx, &N%d);", ir_op_name(nd->op), n);
+		if (nd->name[0]) {
+			fputs("\t/* ", f);
+			put_comment(f, nd->name);
+			fputs(" */", f);
+		}
+		fputc('\n', f);
+	}
+	/* outputs that are not computed into their buffer: inputs, weights,
+	 * constants, or a value listed twice */
+	for (int i = 0; i < g->noutputs; i++) {
+		TensorId t = g->outputs[i];
+		bool direct = g->tensors[t].kind == TK_VALUE;
+		for (int k = 0; k < i && direct; k++)
+			direct = g->outputs[k] != t;
+		if (!direct)
+			fprintf(f, "\tmemcpy(cx->outputs[%d], T[%d].data, %lld);\n", i, e.num[t],
+			    (long long)ir_nbytes(&g->tensors[t]));
+	}
+	fputs("\treturn cx->error[0] ? -1 : 0;\n}\n\n", f);
+	fprintf(f, "const taprt_rank_program taprt_rank%d = {init, run, %lld, %lld, %d, W};\n", rank,
+	    (long long)mp->arena_bytes, (long long)mp->weight_bytes, nweights);
+	free(bound);
+	free(byn);
+	free(e.num);
+	if (fclose(f) != 0) {
+		diag_error("cannot write '%s': %s", path, strerror(errno));
+		return false;
+	}
+	return true;
+}

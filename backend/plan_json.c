@@ -1,0 +1,107 @@
+/*
+ * plan_json.c - plan.json: what tapc decided, for people and tools.
+ *
+ * Format version 1: the program and model, the mesh and the degrees (and
+ * the rule that chose them), one entry per rank, every tensor with its
+ * size, and the predicted costs tapc's cost model knows.  Keys are written
+ * in a fixed order and numbers as integers, so the file is diffable.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/emit.h"
+
+#define PLAN_FORMAT_VERSION 1
+
+static void
+put_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static const char *
+kind_name(TensorKind k)
+{
+	switch (k) {
+	case TK_INPUT: return "input";
+	case TK_WEIGHT: return "weight";
+	case TK_CONST: return "const";
+	default: return "value";
+	}
+}
+
+void
+emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
+{
+	int64_t flops = 0, bytes = 0, wbytes = 0;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		flops += ir_node_flops(g, n);
+		bytes += ir_node_bytes(g, n);
+	}
+	for (TensorId t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].kind == TK_WEIGHT)
+			wbytes += ir_nbytes(&g->tensors[t]);
+	Mesh *m = &g->mesh;
+	fprintf(f, "{\n  \"format_version\": %d,\n  \"program\": ", PLAN_FORMAT_VERSION);
+	put_str(f, o->program);
+	fputs(",\n  \"model\": ", f);
+	put_str(f, g->model);
+	fprintf(f, ",\n  \"opset\": %lld,\n", (long long)g->opset);
+	fprintf(f, "  \"mesh\": {\"rows\": %d, \"cols\": %d},\n", m->rows, m->cols);
+	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"rule\": ", m->dp, m->tp, m->pp);
+	put_str(f, m->dp * m->tp * m->pp == m->rows * m->cols ? "one rank per device" :
+	    "single rank: the planner passes are not built yet");
+	fputs("},\n", f);
+	fprintf(f, "  \"ranks\": [\n    {\"rank\": 0, \"dp\": 0, \"tp\": 0, \"stage\": 0, \"nodes\": %d, "
+	    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"rank0.c\"}\n  ],\n",
+	    g->nnodes, (long long)mp->arena_bytes, (long long)mp->weight_bytes);
+	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
+	    "\"activation_bytes\": %lld},\n", (long long)flops, (long long)bytes, (long long)wbytes,
+	    (long long)mp->arena_bytes);
+	fputs("  \"tensors\": [\n", f);
+	int *num = ir_print_numbers(g);
+	bool first = true;
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		Tensor *tt = &g->tensors[t];
+		if (num[t] < 0)
+			continue;
+		char ty[IR_TYPESTR];
+		fprintf(f, "%s    {\"id\": %d, \"kind\": \"%s\", \"name\": ", first ? "" : ",\n", num[t],
+		    kind_name(tt->kind));
+		put_str(f, tt->name[0] == '%' ? "" : tt->name);
+		fputs(", \"type\": ", f);
+		put_str(f, ir_typestr(tt, ty));
+		fprintf(f, ", \"bytes\": %lld}", (long long)ir_nbytes(tt));
+		first = false;
+	}
+	fputs("\n  ]\n}\n", f);
+	free(num);
+}
+
+bool
+emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mp, const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/plan.json", dir);
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		diag_error("cannot write '%s': %s", path, strerror(errno));
+		return false;
+	}
+	emit_plan(f, g, o, mp);
+	if (fclose(f) != 0) {
+		diag_error("cannot write '%s': %s", path, strerror(errno));
+		return false;
+	}
+	return true;
+}
