@@ -116,9 +116,11 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir)
 		    TAPC_OPENBLAS_LIBS, TAPC_SAN_FLAGS);
 	} else {
 		fputs("# the runtime installed beside this tapc\n", f);
-		fprintf(f, "export PKG_CONFIG_PATH := %s/pkgconfig:$(PKG_CONFIG_PATH)\n", TAPC_LIBDIR);
-		fputs("TAPRT_CFLAGS := $(shell pkg-config --cflags taprt)\n", f);
-		fputs("TAPRT_LIBS := $(shell pkg-config --libs taprt)\n", f);
+		/* make before 4.4 does not export variables to $(shell) */
+		fprintf(f, "PKG_CONFIG = PKG_CONFIG_PATH=%s/pkgconfig:$$PKG_CONFIG_PATH pkg-config\n",
+		    TAPC_LIBDIR);
+		fputs("TAPRT_CFLAGS := $(shell $(PKG_CONFIG) --cflags taprt)\n", f);
+		fputs("TAPRT_LIBS := $(shell $(PKG_CONFIG) --libs taprt)\n", f);
 	}
 	fputs("\n$(PROGRAM): $(OBJS)\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(TAPRT_LIBS)\n\n", f);
 	fputs("%.o: %.c\n\t$(CC) $(CFLAGS) $(TAPRT_CFLAGS) -c -o $@ $<\n\n", f);

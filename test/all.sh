@@ -3,7 +3,9 @@
 #
 # Installs the Debian packages (.ci/setup), builds tapc in build/release,
 # runs `make check` there, again under AddressSanitizer+UBSan in
-# build/asan, a short libFuzzer run of the loader, and `make distcheck`.
+# build/asan, installs into build/prefix and builds a program with the
+# installed tapc and runtime, a short libFuzzer run of the loader, and
+# `make distcheck`.
 # Ends with one line "N passed, M failed" summing every test case.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +35,12 @@ step "AddressSanitizer + UBSan build: make check"
 build asan --enable-sanitizers
 ASAN_OPTIONS=detect_leaks=1 make -s -j"$jobs" check || status=1
 
+step "install into a prefix: the installed tapc builds against the installed runtime"
+build install --prefix="$top/build/prefix"
+make -s install >/dev/null
+sh "$top/test/install.sh" "$top/build/install" "$top/build/prefix" >install.log 2>&1 || status=1
+grep -v '^PASS' install.log || true
+
 step "libFuzzer: loader for ${FUZZ_SECONDS}s"
 cd "$top/build/release"
 make -s fuzz FUZZ_SECONDS="$FUZZ_SECONDS" >fuzz.log 2>&1 || { tail -40 fuzz.log; status=1; }
@@ -46,7 +54,7 @@ grep -E 'archives ready|tapc-.*tar' distcheck.log | head -3 || true
 # Every test program ends its log with "N passed, M failed".
 passed=0 failed=0
 for log in "$top"/build/release/test/*.log "$top"/build/release/test/unit/*.log \
-    "$top"/build/asan/test/*.log "$top"/build/asan/test/unit/*.log; do
+    "$top"/build/asan/test/*.log "$top"/build/asan/test/unit/*.log "$top"/build/install/install.log; do
 	[ -f "$log" ] || continue
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
 	[ -n "$line" ] || { echo "no summary in $log"; status=1; continue; }

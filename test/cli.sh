@@ -77,4 +77,31 @@ check "bad model: no output left" sh -c "[ -z \"\$(ls -A '$tmp/outdir')\" ]"
 expect 0 "-o writes the IR" "$TAPC" $mlp -emit=ir -o "$tmp/outdir/x.ir"
 check "-o file is the IR" has "$tmp/outdir/x.ir" '^graph "'
 check "-o leaves no temporary" sh -c "[ \$(ls -A '$tmp/outdir' | wc -l) = 1 ]"
+# -emit=c: a directory, replaced only when it is a previous tapc output
+expect 0 "-emit=c writes a directory" "$TAPC" $mlp -o "$tmp/prog"
+for f in Makefile main.c rank0.c plan.json; do
+	check "-emit=c wrote $f" test -f "$tmp/prog/$f"
+done
+check "plan.json has a format version" has "$tmp/prog/plan.json" '"format_version": 1'
+check "plan.json names the program" has "$tmp/prog/plan.json" '"program": "model"'
+touch "$tmp/prog/stale"
+expect 0 "-emit=c replaces its own output" "$TAPC" $mlp -o "$tmp/prog/"
+check "replaced, not merged" test ! -e "$tmp/prog/stale"
+mkdir "$tmp/mine" && touch "$tmp/mine/precious"
+expect 1 "-emit=c refuses a directory that is not its own" "$TAPC" $mlp -o "$tmp/mine"
+check "refusal message" has "$tmp/err" "is not a tapc output directory"
+check "the user's file survives" test -f "$tmp/mine/precious"
+check "no temporary left beside it" sh -c "[ \$(ls '$tmp' | grep -c tmp) = 0 ]"
+expect 1 "-emit=c of a bad model" "$TAPC" "$tmp/bad.onnx" -o "$tmp/badprog"
+check "a failed -emit=c leaves no directory" test ! -e "$tmp/badprog"
+
+# -emit=plan and make dependency files
+expect 0 "-emit=plan" "$TAPC" $gpt -emit=plan -o "$tmp/plan.json"
+check "-emit=plan: predicted flops" has "$tmp/plan.json" '"flops": '
+expect 0 "-MD with -emit=c" "$TAPC" $mlp -o "$tmp/dep" -MD
+check "-MD writes DIR.d naming the model" has "$tmp/dep.d" "^$tmp/dep/plan.json: test/e2e/mlp/model.onnx"
+expect 0 "-MF FILE" "$TAPC" $mlp -emit=ir -o "$tmp/x2.ir" -MF "$tmp/x2.deps"
+check "-MF target is the output file" has "$tmp/x2.deps" "^$tmp/x2.ir: test/e2e/mlp/model.onnx"
+check "-MF adds an empty rule per dependency" has "$tmp/x2.deps" "^test/e2e/mlp/model.onnx:$"
+expect 1 "-MD without -o" "$TAPC" $mlp -emit=ir -MD
 finish

@@ -1,8 +1,677 @@
-/* test_rt_nn.c - CUnit tests (placeholder until the suite lands). */
+/*
+ * test_rt_nn.c - MatMul, Gemm, Conv and pool kernels against hand-computed
+ * values and, for the larger cases, naive loops written here independently
+ * of the kernels' BLAS and im2col paths.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/taprt.h"
+#include "test/unit/rt_util.h"
 #include "test/unit/util.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
+#define RANK(...) ((int)NELEM(DIMS(__VA_ARGS__)))
+#define A_INT(nm, v) {.name = (nm), .type = TAPRT_ATTR_INT, .i = (v)}
+#define A_FLOAT(nm, v) {.name = (nm), .type = TAPRT_ATTR_FLOAT, .f = (v)}
+#define A_STR(nm, v) {.name = (nm), .type = TAPRT_ATTR_STRING, .s = (v)}
+#define A_INTS(nm, ...) {.name = (nm), .type = TAPRT_ATTR_INTS,            \
+	.n = RANK(__VA_ARGS__), .is = DIMS(__VA_ARGS__)}
+
+/* true when got and want agree to a relative/absolute 1e-4; reports the
+ * first difference */
+static int
+close_f(const float *got, const float *want, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (!(fabsf(got[i] - want[i]) <= 1e-4f * (1 + fabsf(want[i])))) {
+			printf("\n  [%lld] got %g want %g\n", (long long)i, got[i],
+			    want[i]);
+			return 0;
+		}
+	return 1;
+}
+
+/* Fill with small deterministic values (exact in float sums). */
+static void
+seq(float *v, int64_t n, int mul)
+{
+	for (int64_t i = 0; i < n; i++)
+		v[i] = (float)((i * mul) % 13 - 6) / 4;
+}
+
+/* The reference product: c[M,N] = a[M,K] @ b[K,N]. */
+static void
+ref_mm(const float *a, const float *b, float *c, int M, int N, int K)
+{
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double s = 0;
+			for (int k = 0; k < K; k++)
+				s += (double)a[i * K + k] * b[k * N + j];
+			c[i * N + j] = (float)s;
+		}
+}
+
+/* Run a two-input, one-output node. */
+static void
+run2(void (*op)(taprt_ctx *, const taprt_node *), taprt_tensor *a,
+    taprt_tensor *b, taprt_tensor *y, const taprt_attr *at, int nat)
+{
+	taprt_tensor *in[] = {a, b}, *out[] = {y};
+	taprt_node n = rt_node(in, b ? 2 : 1, out, 1, at, nat);
+	op(NULL, &n);
+}
+
+/* ------------------------------------------------------------- MatMul */
+
+static void
+test_matmul_2d(void)
+{
+	float av[] = {1, 2, 3, 4, 5, 6}, bv[] = {7, 8, 9, 10, 11, 12};
+	float yv[4], want[] = {58, 64, 139, 154};
+	taprt_tensor a = rt_tensor(TAPRT_F32, av, 2, DIMS(2, 3));
+	taprt_tensor b = rt_tensor(TAPRT_F32, bv, 2, DIMS(3, 2));
+	taprt_tensor y = rt_tensor(TAPRT_F32, yv, 2, DIMS(2, 2));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, want, 4));
+}
+
+static void
+test_matmul_vectors(void)
+{
+	float av[] = {1, 2, 3}, mv[] = {1, 2, 3, 4, 5, 6}, yv[2];
+	/* [3] @ [3,2] = [22, 28] */
+	taprt_tensor v = rt_tensor(TAPRT_F32, av, 1, DIMS(3));
+	taprt_tensor m = rt_tensor(TAPRT_F32, mv, 2, DIMS(3, 2));
+	taprt_tensor y = rt_tensor(TAPRT_F32, yv, 1, DIMS(2));
+	run2(taprt_op_MatMul, &v, &m, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, (float[]){22, 28}, 2));
+	/* [2,3] @ [3] = [14, 32] */
+	m = rt_tensor(TAPRT_F32, mv, 2, DIMS(2, 3));
+	run2(taprt_op_MatMul, &m, &v, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, (float[]){14, 32}, 2));
+	/* [3] @ [3] = 14, a scalar */
+	y = rt_tensor(TAPRT_F32, yv, 0, NULL);
+	run2(taprt_op_MatMul, &v, &v, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, (float[]){14}, 1));
+	/* [2,1,3] @ [3] = [2,1] (folded: B is 1-D) */
+	y = rt_tensor(TAPRT_F32, yv, 2, DIMS(2, 1));
+	m = rt_tensor(TAPRT_F32, mv, 3, DIMS(2, 1, 3));
+	run2(taprt_op_MatMul, &m, &v, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, (float[]){14, 32}, 2));
+	/* [3] @ [2,3,1] = [2,1]: A broadcast over B's batch */
+	m = rt_tensor(TAPRT_F32, mv, 3, DIMS(2, 3, 1));
+	run2(taprt_op_MatMul, &v, &m, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, (float[]){14, 32}, 2));
+}
+
+/* A[2,1,M,K] @ B[3,K,N] -> [2,3,M,N]: both operands broadcast. */
+static void
+test_matmul_broadcast(void)
+{
+	enum { M = 2, K = 3, N = 4 };
+	float av[2 * M * K], bv[3 * K * N], yv[6 * M * N], want[6 * M * N];
+	seq(av, NELEM(av), 5);
+	seq(bv, NELEM(bv), 7);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			ref_mm(av + i * M * K, bv + j * K * N,
+			    want + (i * 3 + j) * M * N, M, N, K);
+	taprt_tensor a = rt_tensor(TAPRT_F32, av, 4, DIMS(2, 1, M, K));
+	taprt_tensor b = rt_tensor(TAPRT_F32, bv, 3, DIMS(3, K, N));
+	taprt_tensor y = rt_tensor(TAPRT_F32, yv, 4, DIMS(2, 3, M, N));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(close_f(yv, want, NELEM(yv)));
+
+	/* attention shape [B,h,T,d] @ [B,h,d,T], one product per (b, h) */
+	enum { B = 2, H = 2, T = 16, D = 8 };
+	static float q[B * H * T * D], k[B * H * D * T], s[B * H * T * T],
+	    sw[B * H * T * T];
+	seq(q, NELEM(q), 3);
+	seq(k, NELEM(k), 11);
+	for (int i = 0; i < B * H; i++)
+		ref_mm(q + i * T * D, k + i * D * T, sw + i * T * T, T, T, D);
+	a = rt_tensor(TAPRT_F32, q, 4, DIMS(B, H, T, D));
+	b = rt_tensor(TAPRT_F32, k, 4, DIMS(B, H, D, T));
+	y = rt_tensor(TAPRT_F32, s, 4, DIMS(B, H, T, T));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(close_f(s, sw, NELEM(s)));
+}
+
+/* x[B,T,H] @ W[H,N]: the batch folds into one product; big enough for the
+ * BLAS path, and a small one for the plain loop. */
+static void
+test_matmul_folded(void)
+{
+	enum { B = 3, T = 16, H = 64, N = 96 };
+	static float x[B * T * H], w[H * N], y[B * T * N], want[B * T * N];
+	seq(x, NELEM(x), 3);
+	seq(w, NELEM(w), 5);
+	ref_mm(x, w, want, B * T, N, H);
+	taprt_tensor a = rt_tensor(TAPRT_F32, x, 3, DIMS(B, T, H));
+	taprt_tensor b = rt_tensor(TAPRT_F32, w, 2, DIMS(H, N));
+	taprt_tensor yt = rt_tensor(TAPRT_F32, y, 3, DIMS(B, T, N));
+	run2(taprt_op_MatMul, &a, &b, &yt, NULL, 0);
+	CU_ASSERT(close_f(y, want, NELEM(y)));
+
+	a = rt_tensor(TAPRT_F32, x, 3, DIMS(B, 2, 4));
+	b = rt_tensor(TAPRT_F32, w, 2, DIMS(4, 5));
+	yt = rt_tensor(TAPRT_F32, y, 3, DIMS(B, 2, 5));
+	ref_mm(x, w, want, B * 2, 5, 4);
+	run2(taprt_op_MatMul, &a, &b, &yt, NULL, 0);
+	CU_ASSERT(close_f(y, want, B * 2 * 5));
+}
+
+static void
+test_matmul_types(void)
+{
+	int32_t ai[] = {1, -2, 3, 4, 5, -6}, bi[] = {7, 8, 9, 10, 11, 12}, yi[4];
+	taprt_tensor a = rt_tensor(TAPRT_I32, ai, 2, DIMS(2, 3));
+	taprt_tensor b = rt_tensor(TAPRT_I32, bi, 2, DIMS(3, 2));
+	taprt_tensor y = rt_tensor(TAPRT_I32, yi, 2, DIMS(2, 2));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(yi[0] == 22 && yi[1] == 24 && yi[2] == 7 && yi[3] == 10);
+
+	/* i64, batched with A broadcast: [2,2] @ [2,2,1] */
+	int64_t al[] = {1, 2, 3, 4}, bl[] = {1, 1, 2, -1}, yl[4];
+	a = rt_tensor(TAPRT_I64, al, 2, DIMS(2, 2));
+	b = rt_tensor(TAPRT_I64, bl, 3, DIMS(2, 2, 1));
+	y = rt_tensor(TAPRT_I64, yl, 3, DIMS(2, 2, 1));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(yl[0] == 3 && yl[1] == 7 && yl[2] == 0 && yl[3] == 2);
+
+	uint32_t au[] = {1, 2, 3}, bu[] = {4, 5, 6}, yu[1];
+	a = rt_tensor(TAPRT_U32, au, 1, DIMS(3));
+	b = rt_tensor(TAPRT_U32, bu, 1, DIMS(3));
+	y = rt_tensor(TAPRT_U32, yu, 0, NULL);
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(yu[0] == 32);
+
+	double ad[] = {1, 2, 3, 4, 5, 6}, bd[] = {7, 8, 9, 10, 11, 12}, yd[4];
+	a = rt_tensor(TAPRT_F64, ad, 2, DIMS(2, 3));
+	b = rt_tensor(TAPRT_F64, bd, 2, DIMS(3, 2));
+	y = rt_tensor(TAPRT_F64, yd, 2, DIMS(2, 2));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(yd[0] == 58 && yd[1] == 64 && yd[2] == 139 && yd[3] == 154);
+
+	/* K = 0: all zeros */
+	float none[1] = {0}, yz[4] = {1, 1, 1, 1};
+	a = rt_tensor(TAPRT_F32, none, 2, DIMS(2, 0));
+	b = rt_tensor(TAPRT_F32, none, 2, DIMS(0, 2));
+	y = rt_tensor(TAPRT_F32, yz, 2, DIMS(2, 2));
+	run2(taprt_op_MatMul, &a, &b, &y, NULL, 0);
+	CU_ASSERT(close_f(yz, (float[]){0, 0, 0, 0}, 4));
+}
+
+/* --------------------------------------------------------------- Gemm */
+
+/* Y = 0.5 * A' B' + 2 C over every transpose and C broadcast. */
+static void
+test_gemm(void)
+{
+	enum { M = 2, K = 3, N = 4 };
+	float a[M * K], b[K * N], at[K * M], bt[N * K], ab[M * N];
+	seq(a, NELEM(a), 3);
+	seq(b, NELEM(b), 5);
+	for (int i = 0; i < M; i++)
+		for (int k = 0; k < K; k++)
+			at[k * M + i] = a[i * K + k];
+	for (int k = 0; k < K; k++)
+		for (int j = 0; j < N; j++)
+			bt[j * K + k] = b[k * N + j];
+	ref_mm(a, b, ab, M, N, K);
+
+	float cfull[M * N];
+	seq(cfull, NELEM(cfull), 7);
+	struct {
+		int rank;
+		int64_t dims[2];
+		float v[M * N];
+	} cs[] = {
+		{-1, {0}, {0}},                         /* no C */
+		{0, {0}, {1.5f}},                       /* scalar */
+		{1, {N}, {1, 2, 3, 4}},
+		{2, {1, N}, {-1, 0, 1, 2}},
+		{2, {M, 1}, {10, 20}},
+		{2, {M, N}, {0}},
+	};
+	memcpy(cs[5].v, cfull, sizeof cfull);
+
+	for (int ci = 0; ci < (int)NELEM(cs); ci++)
+		for (int tr = 0; tr < 4; tr++) {
+			int ta = tr & 1, tb = tr >> 1;
+			float y[M * N], want[M * N];
+			for (int i = 0; i < M; i++)
+				for (int j = 0; j < N; j++) {
+					float c = 0;
+					switch (cs[ci].rank) {
+					case 0: c = cs[ci].v[0]; break;
+					case 1: c = cs[ci].v[j]; break;
+					case 2:
+						c = cs[ci].dims[0] == 1 ? cs[ci].v[j] :
+						    cs[ci].dims[1] == 1 ? cs[ci].v[i] :
+						    cs[ci].v[i * N + j];
+					}
+					want[i * N + j] = 0.5f * ab[i * N + j] + 2 * c;
+				}
+			taprt_tensor ta_ = ta ? rt_tensor(TAPRT_F32, at, 2, DIMS(K, M)) :
+			    rt_tensor(TAPRT_F32, a, 2, DIMS(M, K));
+			taprt_tensor tb_ = tb ? rt_tensor(TAPRT_F32, bt, 2, DIMS(N, K)) :
+			    rt_tensor(TAPRT_F32, b, 2, DIMS(K, N));
+			taprt_tensor tc = rt_tensor(TAPRT_F32, cs[ci].v,
+			    cs[ci].rank < 0 ? 0 : cs[ci].rank, cs[ci].dims);
+			taprt_tensor ty = rt_tensor(TAPRT_F32, y, 2, DIMS(M, N));
+			taprt_tensor *in[] = {&ta_, &tb_, &tc}, *out[] = {&ty};
+			taprt_attr at_[] = {A_FLOAT("alpha", 0.5f), A_FLOAT("beta", 2.0f),
+				A_INT("transA", ta), A_INT("transB", tb)};
+			taprt_node n = rt_node(in, cs[ci].rank < 0 ? 2 : 3, out, 1, at_, 4);
+			taprt_op_Gemm(NULL, &n);
+			if (!close_f(y, want, M * N))
+				printf("  C case %d, transA %d transB %d\n", ci, ta, tb);
+			CU_ASSERT(close_f(y, want, M * N));
+		}
+}
+
+/* Defaults (alpha = beta = 1), and integers through the naive loop. */
+static void
+test_gemm_int(void)
+{
+	/* A' = [[1,2],[3,4]] stored transposed, B' = [[1,0],[1,-1]] stored
+	 * transposed, C = [5, 6]: A'B' + C = [[8,4],[12,2]] */
+	int32_t a[] = {1, 3, 2, 4}, b[] = {1, 1, 0, -1}, c[] = {5, 6}, y[4];
+	taprt_tensor ta = rt_tensor(TAPRT_I32, a, 2, DIMS(2, 2));
+	taprt_tensor tb = rt_tensor(TAPRT_I32, b, 2, DIMS(2, 2));
+	taprt_tensor tc = rt_tensor(TAPRT_I32, c, 1, DIMS(2));
+	taprt_tensor ty = rt_tensor(TAPRT_I32, y, 2, DIMS(2, 2));
+	taprt_tensor *in[] = {&ta, &tb, &tc}, *out[] = {&ty};
+	taprt_attr at[] = {A_INT("transA", 1), A_INT("transB", 1)};
+	taprt_node n = rt_node(in, 3, out, 1, at, 2);
+	taprt_op_Gemm(NULL, &n);
+	CU_ASSERT(y[0] == 8 && y[1] == 4 && y[2] == 12 && y[3] == 2);
+
+	/* f32 without attributes: plain A @ B + C */
+	float af[] = {1, 2, 3, 4}, bf[] = {1, 0, 1, -1}, cf[] = {5, 6}, yf[4];
+	ta = rt_tensor(TAPRT_F32, af, 2, DIMS(2, 2));
+	tb = rt_tensor(TAPRT_F32, bf, 2, DIMS(2, 2));
+	tc = rt_tensor(TAPRT_F32, cf, 1, DIMS(2));
+	ty = rt_tensor(TAPRT_F32, yf, 2, DIMS(2, 2));
+	n = rt_node(in, 3, out, 1, NULL, 0);
+	taprt_op_Gemm(NULL, &n);
+	CU_ASSERT(close_f(yf, (float[]){8, 4, 12, 2}, 4));
+}
+
+/* --------------------------------------------------------------- Conv */
+
+/*
+ * The oracle: a direct convolution over 3-D spatial dims (leading unit
+ * dims for 1-D/2-D), pads given at the beginning; positions outside the
+ * input contribute nothing.
+ */
+typedef struct {
+	int64_t n, c, m, g;             /* batch, channels, filters, groups */
+	int64_t in[3], k[3], st[3], dil[3], pb[3], out[3];
+} convcase;
+
+static void
+ref_conv(const convcase *p, const float *x, const float *w, const float *b,
+    float *y)
+{
+	int64_t cg = p->c / p->g, mg = p->m / p->g;
+	for (int64_t n = 0; n < p->n; n++)
+	for (int64_t m = 0; m < p->m; m++)
+	for (int64_t o0 = 0; o0 < p->out[0]; o0++)
+	for (int64_t o1 = 0; o1 < p->out[1]; o1++)
+	for (int64_t o2 = 0; o2 < p->out[2]; o2++) {
+		double s = b ? b[m] : 0;
+		for (int64_t c = 0; c < cg; c++)
+		for (int64_t k0 = 0; k0 < p->k[0]; k0++)
+		for (int64_t k1 = 0; k1 < p->k[1]; k1++)
+		for (int64_t k2 = 0; k2 < p->k[2]; k2++) {
+			int64_t i0 = o0 * p->st[0] - p->pb[0] + k0 * p->dil[0];
+			int64_t i1 = o1 * p->st[1] - p->pb[1] + k1 * p->dil[1];
+			int64_t i2 = o2 * p->st[2] - p->pb[2] + k2 * p->dil[2];
+			if (i0 < 0 || i0 >= p->in[0] || i1 < 0 || i1 >= p->in[1] ||
+			    i2 < 0 || i2 >= p->in[2])
+				continue;
+			int64_t xc = (m / mg) * cg + c;
+			s += (double)x[(((n * p->c + xc) * p->in[0] + i0) * p->in[1] + i1) *
+			    p->in[2] + i2] *
+			    w[(((m * cg + c) * p->k[0] + k0) * p->k[1] + k1) * p->k[2] + k2];
+		}
+		*y++ = (float)s;
+	}
+}
+
+/* Run Conv on case p with nsp spatial dims and attributes at (sorted),
+ * compare with the oracle. */
+static int
+conv_check(const convcase *p, int nsp, const taprt_attr *at, int nat, bool bias)
+{
+	int64_t cg = p->c / p->g, isz = 1, osz = 1, ksz = 1;
+	int64_t xd[5] = {p->n, p->c}, wd[5] = {p->m, cg}, yd[5] = {p->n, p->m};
+	for (int d = 3 - nsp; d < 3; d++) {
+		isz *= p->in[d];
+		osz *= p->out[d];
+		ksz *= p->k[d];
+		xd[2 + d - (3 - nsp)] = p->in[d];
+		wd[2 + d - (3 - nsp)] = p->k[d];
+		yd[2 + d - (3 - nsp)] = p->out[d];
+	}
+	float *x = malloc(p->n * p->c * isz * sizeof *x);
+	float *w = malloc(p->m * cg * ksz * sizeof *w);
+	float *y = malloc(p->n * p->m * osz * sizeof *y);
+	float *want = malloc(p->n * p->m * osz * sizeof *y);
+	float bv[64];
+	seq(x, p->n * p->c * isz, 5);
+	seq(w, p->m * cg * ksz, 3);
+	seq(bv, p->m, 7);
+	ref_conv(p, x, w, bias ? bv : NULL, want);
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 2 + nsp, xd);
+	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 2 + nsp, wd);
+	taprt_tensor tb = rt_tensor(TAPRT_F32, bv, 1, DIMS(p->m));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 2 + nsp, yd);
+	taprt_tensor *in[] = {&tx, &tw, &tb}, *out[] = {&ty};
+	taprt_node n = rt_node(in, bias ? 3 : 2, out, 1, at, nat);
+	taprt_op_Conv(NULL, &n);
+	int ok = close_f(y, want, p->n * p->m * osz);
+	free(x);
+	free(w);
+	free(y);
+	free(want);
+	return ok;
+}
+
+/* The ONNX example: 5x5 ramp, 3x3 ones, pads 1. */
+static void
+test_conv_basic(void)
+{
+	float x[25], w[9], y[25];
+	for (int i = 0; i < 25; i++)
+		x[i] = (float)i;
+	for (int i = 0; i < 9; i++)
+		w[i] = 1;
+	float want[] = {12, 21, 27, 33, 24, 33, 54, 63, 72, 51, 63, 99, 108, 117,
+		81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84};
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 1, 5, 5));
+	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(1, 1, 3, 3));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 1, 5, 5));
+	taprt_attr at[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
+	run2(taprt_op_Conv, &tx, &tw, &ty, at, 2);
+	CU_ASSERT(close_f(y, want, 25));
+
+	/* no kernel_shape attribute: taken from W; no pads */
+	float want2[] = {54, 63, 72, 99, 108, 117, 144, 153, 162};
+	ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 1, 3, 3));
+	run2(taprt_op_Conv, &tx, &tw, &ty, NULL, 0);
+	CU_ASSERT(close_f(y, want2, 9));
+
+	/* auto_pad SAME_LOWER, stride 2 (ONNX test_conv_with_autopad_same):
+	 * pads 1 at the beginning, 1 at the end */
+	float want3[] = {12, 27, 24, 63, 108, 81, 72, 117, 84};
+	taprt_attr at3[] = {A_STR("auto_pad", "SAME_LOWER"),
+		A_INTS("kernel_shape", 3, 3), A_INTS("strides", 2, 2)};
+	run2(taprt_op_Conv, &tx, &tw, &ty, at3, 3);
+	CU_ASSERT(close_f(y, want3, 9));
+
+	/* f64: 2x2 ones over a 3x3 ramp, bias 0.5 */
+	double xd[] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, wd[] = {1, 1, 1, 1}, bd[] = {0.5};
+	double yd[4];
+	tx = rt_tensor(TAPRT_F64, xd, 4, DIMS(1, 1, 3, 3));
+	tw = rt_tensor(TAPRT_F64, wd, 4, DIMS(1, 1, 2, 2));
+	taprt_tensor tb = rt_tensor(TAPRT_F64, bd, 1, DIMS(1));
+	ty = rt_tensor(TAPRT_F64, yd, 4, DIMS(1, 1, 2, 2));
+	taprt_tensor *in[] = {&tx, &tw, &tb}, *out[] = {&ty};
+	taprt_node n = rt_node(in, 3, out, 1, NULL, 0);
+	taprt_op_Conv(NULL, &n);
+	CU_ASSERT(yd[0] == 8.5 && yd[1] == 12.5 && yd[2] == 20.5 && yd[3] == 24.5);
+}
+
+/* Stride, asymmetric pads, dilation, groups, bias, batch: against the
+ * oracle. */
+static void
+test_conv_oracle(void)
+{
+	/* 2-D: 2 images, 4 channels in 2 groups, 6 filters, 3x2 kernel,
+	 * strides 2x1, dilations 1x2, pads (1,0) begin (2,1) end on 7x6 */
+	convcase p = {.n = 2, .c = 4, .m = 6, .g = 2, .in = {1, 7, 6},
+		.k = {1, 3, 2}, .st = {1, 2, 1}, .dil = {1, 1, 2}, .pb = {0, 1, 0}};
+	p.out[0] = 1;
+	p.out[1] = (7 + 1 + 2 - 3) / 2 + 1;     /* 4 */
+	p.out[2] = (6 + 0 + 1 - 3) / 1 + 1;     /* 5 */
+	taprt_attr at[] = {A_INTS("dilations", 1, 2), A_INT("group", 2),
+		A_INTS("kernel_shape", 3, 2), A_INTS("pads", 1, 0, 2, 1),
+		A_INTS("strides", 2, 1)};
+	CU_ASSERT(conv_check(&p, 2, at, 5, true));
+	CU_ASSERT(conv_check(&p, 2, at, 5, false));
+
+	/* depthwise 3x3, pads 1, stride 1 */
+	convcase dw = {.n = 1, .c = 3, .m = 3, .g = 3, .in = {1, 5, 4},
+		.k = {1, 3, 3}, .st = {1, 1, 1}, .dil = {1, 1, 1}, .pb = {0, 1, 1},
+		.out = {1, 5, 4}};
+	taprt_attr atd[] = {A_INT("group", 3), A_INTS("pads", 1, 1, 1, 1)};
+	CU_ASSERT(conv_check(&dw, 2, atd, 2, true));
+
+	/* 1x1 stride 1 without pads: the im2col-free path, with groups */
+	convcase pw = {.n = 2, .c = 4, .m = 6, .g = 2, .in = {1, 3, 5},
+		.k = {1, 1, 1}, .st = {1, 1, 1}, .dil = {1, 1, 1}, .out = {1, 3, 5}};
+	taprt_attr atp[] = {A_INT("group", 2)};
+	CU_ASSERT(conv_check(&pw, 2, atp, 1, true));
+
+	/* 1x1 with stride 2: im2col again */
+	convcase ps = pw;
+	ps.st[1] = ps.st[2] = 2;
+	ps.out[1] = 2;
+	ps.out[2] = 3;
+	taprt_attr atps[] = {A_INT("group", 2), A_INTS("strides", 2, 2)};
+	CU_ASSERT(conv_check(&ps, 2, atps, 2, false));
+
+	/* 1-D: stride 3, pads 2/1, dilation 2 on 11 */
+	convcase p1 = {.n = 1, .c = 2, .m = 3, .g = 1, .in = {1, 1, 11},
+		.k = {1, 1, 3}, .st = {1, 1, 3}, .dil = {1, 1, 2}, .pb = {0, 0, 2}};
+	p1.out[0] = p1.out[1] = 1;
+	p1.out[2] = (11 + 3 - 5) / 3 + 1;       /* 4 */
+	taprt_attr at1[] = {A_INTS("dilations", 2), A_INTS("pads", 2, 1),
+		A_INTS("strides", 3)};
+	CU_ASSERT(conv_check(&p1, 1, at1, 3, true));
+
+	/* 3-D: 4x5x3 input, 2x3x2 kernel, SAME_UPPER with stride 2 in dim 1:
+	 * out 4x3x3, total pads (1, 2, 1) -> begin (0, 1, 0) */
+	convcase p3 = {.n = 1, .c = 2, .m = 2, .g = 1, .in = {4, 5, 3},
+		.k = {2, 3, 2}, .st = {1, 2, 1}, .dil = {1, 1, 1}, .pb = {0, 1, 0},
+		.out = {4, 3, 3}};
+	taprt_attr at3[] = {A_STR("auto_pad", "SAME_UPPER"),
+		A_INTS("strides", 1, 2, 1)};
+	CU_ASSERT(conv_check(&p3, 3, at3, 2, true));
+	/* SAME_LOWER puts the odd pad first: begin (1, 1, 1) */
+	p3.pb[0] = p3.pb[2] = 1;
+	taprt_attr at3l[] = {A_STR("auto_pad", "SAME_LOWER"),
+		A_INTS("strides", 1, 2, 1)};
+	CU_ASSERT(conv_check(&p3, 3, at3l, 2, false));
+}
+
+/* -------------------------------------------------------------- pools */
+
+/* Run a pool with one input and one or two outputs. */
+static void
+pool(void (*op)(taprt_ctx *, const taprt_node *), taprt_tensor *x,
+    taprt_tensor *y, taprt_tensor *ind, const taprt_attr *at, int nat)
+{
+	taprt_tensor *in[] = {x}, *out[] = {y, ind};
+	taprt_node n = rt_node(in, 1, out, ind ? 2 : 1, at, nat);
+	op(NULL, &n);
+}
+
+static void
+test_maxpool(void)
+{
+	/* two planes of 4x4 ramps (1..16, 101..116); 3x3 stride 2 ceil_mode:
+	 * the second window overhangs the end */
+	float x[32], y[8];
+	int64_t ind[8];
+	for (int i = 0; i < 16; i++) {
+		x[i] = (float)(i + 1);
+		x[16 + i] = (float)(i + 101);
+	}
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 2, 4, 4));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 2, 2, 2));
+	taprt_tensor ti = rt_tensor(TAPRT_I64, ind, 4, DIMS(1, 2, 2, 2));
+	taprt_attr at[] = {A_INT("ceil_mode", 1), A_INTS("kernel_shape", 3, 3),
+		A_INTS("strides", 2, 2)};
+	pool(taprt_op_MaxPool, &tx, &ty, &ti, at, 3);
+	CU_ASSERT(close_f(y, (float[]){11, 12, 15, 16, 111, 112, 115, 116}, 8));
+	int64_t wanti[] = {10, 11, 14, 15, 26, 27, 30, 31};
+	CU_ASSERT(memcmp(ind, wanti, sizeof ind) == 0);
+
+	/* without Indices; dilations 2 (ONNX test_maxpool_2d_dilations) */
+	ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 1, 2, 2));
+	tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 1, 4, 4));
+	taprt_attr atd[] = {A_INTS("dilations", 2, 2), A_INTS("kernel_shape", 2, 2)};
+	pool(taprt_op_MaxPool, &tx, &ty, NULL, atd, 2);
+	CU_ASSERT(close_f(y, (float[]){11, 12, 15, 16}, 4));
+
+	/* storage_order 1: column-major indices (ONNX
+	 * test_maxpool_with_argmax_2d_precomputed_strides) */
+	float x5[25], y5[4];
+	for (int i = 0; i < 25; i++)
+		x5[i] = (float)(i + 1);
+	tx = rt_tensor(TAPRT_F32, x5, 4, DIMS(1, 1, 5, 5));
+	ty = rt_tensor(TAPRT_F32, y5, 4, DIMS(1, 1, 2, 2));
+	ti = rt_tensor(TAPRT_I64, ind, 4, DIMS(1, 1, 2, 2));
+	taprt_attr ats[] = {A_INTS("kernel_shape", 2, 2), A_INT("storage_order", 1),
+		A_INTS("strides", 2, 2)};
+	pool(taprt_op_MaxPool, &tx, &ty, &ti, ats, 3);
+	CU_ASSERT(close_f(y5, (float[]){7, 9, 17, 19}, 4));
+	CU_ASSERT(ind[0] == 6 && ind[1] == 16 && ind[2] == 8 && ind[3] == 18);
+
+	/* pads 2 with a 5x5 kernel: the maximum ignores the pads */
+	float y25[25], want25[25];
+	int64_t ind25[25];
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 5; j++) {
+			int r = i + 2 > 4 ? 4 : i + 2, c = j + 2 > 4 ? 4 : j + 2;
+			want25[i * 5 + j] = (float)(r * 5 + c + 1);
+		}
+	ty = rt_tensor(TAPRT_F32, y25, 4, DIMS(1, 1, 5, 5));
+	ti = rt_tensor(TAPRT_I64, ind25, 4, DIMS(1, 1, 5, 5));
+	taprt_attr atp[] = {A_INTS("kernel_shape", 5, 5), A_INTS("pads", 2, 2, 2, 2)};
+	pool(taprt_op_MaxPool, &tx, &ty, &ti, atp, 2);
+	CU_ASSERT(close_f(y25, want25, 25));
+	CU_ASSERT(ind25[0] == 12 && ind25[24] == 24);
+
+	/* u8, 1-D, SAME_UPPER: windows [3,9] [9,2] [2,7] [7] */
+	uint8_t xu[] = {3, 9, 2, 7}, yu[4];
+	tx = rt_tensor(TAPRT_U8, xu, 3, DIMS(1, 1, 4));
+	ty = rt_tensor(TAPRT_U8, yu, 3, DIMS(1, 1, 4));
+	taprt_attr atu[] = {A_STR("auto_pad", "SAME_UPPER"), A_INTS("kernel_shape", 2)};
+	pool(taprt_op_MaxPool, &tx, &ty, NULL, atu, 2);
+	CU_ASSERT(yu[0] == 9 && yu[1] == 9 && yu[2] == 7 && yu[3] == 7);
+
+	/* 3-D: 2x2x2 kernel over a 2x2x2 ramp: the last element */
+	float x3[8] = {1, 8, 3, 4, 5, 6, 7, 2}, y3[1];
+	tx = rt_tensor(TAPRT_F32, x3, 5, DIMS(1, 1, 2, 2, 2));
+	ty = rt_tensor(TAPRT_F32, y3, 5, DIMS(1, 1, 1, 1, 1));
+	ti = rt_tensor(TAPRT_I64, ind, 5, DIMS(1, 1, 1, 1, 1));
+	taprt_attr at3[] = {A_INTS("kernel_shape", 2, 2, 2)};
+	pool(taprt_op_MaxPool, &tx, &ty, &ti, at3, 1);
+	CU_ASSERT(y3[0] == 8 && ind[0] == 1);
+}
+
+static void
+test_avgpool(void)
+{
+	/* 4x4 ramp, 3x3 stride 2 ceil_mode (ONNX test_averagepool_2d_ceil):
+	 * overhanging windows average only the real elements */
+	float x[16], y[9];
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)(i + 1);
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 1, 4, 4));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 1, 2, 2));
+	taprt_attr at[] = {A_INT("ceil_mode", 1), A_INTS("kernel_shape", 3, 3),
+		A_INTS("strides", 2, 2)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, at, 3);
+	CU_ASSERT(close_f(y, (float[]){6, 7.5f, 12, 13.5f}, 4));
+	/* count_include_pad changes nothing without pads */
+	taprt_attr atc[] = {A_INT("ceil_mode", 1), A_INT("count_include_pad", 1),
+		A_INTS("kernel_shape", 3, 3), A_INTS("strides", 2, 2)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, atc, 4);
+	CU_ASSERT(close_f(y, (float[]){6, 7.5f, 12, 13.5f}, 4));
+
+	/* 3x3 ramp 1..9, 3x3 kernel, pads 1: corner 1+2+4+5, edge 1..6 */
+	tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 1, 3, 3));
+	ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 1, 3, 3));
+	taprt_attr at0[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, at0, 2);
+	CU_ASSERT(close_f(y, (float[]){12 / 4.f, 21 / 6.f, 16 / 4.f, 27 / 6.f, 5,
+	    33 / 6.f, 24 / 4.f, 39 / 6.f, 28 / 4.f}, 9));
+	taprt_attr at1[] = {A_INT("count_include_pad", 1), A_INTS("kernel_shape", 3, 3),
+		A_INTS("pads", 1, 1, 1, 1)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, at1, 3);
+	CU_ASSERT(close_f(y, (float[]){12 / 9.f, 21 / 9.f, 16 / 9.f, 27 / 9.f, 5,
+	    33 / 9.f, 24 / 9.f, 39 / 9.f, 28 / 9.f}, 9));
+
+	/* count_include_pad with ceil_mode: 1-D 1..5, kernel 3 stride 2, pads
+	 * 1/0, out 3 (ceil): windows [-1,1] [1,3] [3,5]; the last overhangs
+	 * the padded extent [-1,5) and counts 2 */
+	ty = rt_tensor(TAPRT_F32, y, 3, DIMS(1, 1, 3));
+	tx = rt_tensor(TAPRT_F32, x, 3, DIMS(1, 1, 5));
+	taprt_attr atx[] = {A_INT("ceil_mode", 1), A_INT("count_include_pad", 1),
+		A_INTS("kernel_shape", 3), A_INTS("pads", 1, 0), A_INTS("strides", 2)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, atx, 5);
+	CU_ASSERT(close_f(y, (float[]){3 / 3.f, 9 / 3.f, 9 / 2.f}, 3));
+
+	/* 1-D SAME_UPPER / SAME_LOWER, kernel 2: the pad goes last / first */
+	ty = rt_tensor(TAPRT_F32, y, 3, DIMS(1, 1, 5));
+	taprt_attr atu[] = {A_STR("auto_pad", "SAME_UPPER"), A_INTS("kernel_shape", 2)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, atu, 2);
+	CU_ASSERT(close_f(y, (float[]){1.5f, 2.5f, 3.5f, 4.5f, 5}, 5));
+	taprt_attr atl[] = {A_STR("auto_pad", "SAME_LOWER"), A_INTS("kernel_shape", 2)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, atl, 2);
+	CU_ASSERT(close_f(y, (float[]){1, 1.5f, 2.5f, 3.5f, 4.5f}, 5));
+
+	/* f64, 3-D, stride 2 */
+	double xd[8] = {1, 2, 3, 4, 5, 6, 7, 8}, yd[1];
+	tx = rt_tensor(TAPRT_F64, xd, 5, DIMS(1, 1, 2, 2, 2));
+	ty = rt_tensor(TAPRT_F64, yd, 5, DIMS(1, 1, 1, 1, 1));
+	taprt_attr at3[] = {A_INTS("kernel_shape", 2, 2, 2), A_INTS("strides", 2, 2, 2)};
+	pool(taprt_op_AveragePool, &tx, &ty, NULL, at3, 2);
+	CU_ASSERT(yd[0] == 4.5);
+}
+
+static void
+test_global_pools(void)
+{
+	float x[] = {1, 2, 3, 6, -1, -2, -8, -3}, y[2];
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 2, 2, 2));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 2, 1, 1));
+	pool(taprt_op_GlobalAveragePool, &tx, &ty, NULL, NULL, 0);
+	CU_ASSERT(close_f(y, (float[]){3, -3.5f}, 2));
+	pool(taprt_op_GlobalMaxPool, &tx, &ty, NULL, NULL, 0);
+	CU_ASSERT(close_f(y, (float[]){6, -1}, 2));
+
+	double xd[] = {1, 2, 3, 4, 5, 6}, yd[2];
+	tx = rt_tensor(TAPRT_F64, xd, 3, DIMS(2, 1, 3));
+	ty = rt_tensor(TAPRT_F64, yd, 3, DIMS(2, 1, 1));
+	pool(taprt_op_GlobalAveragePool, &tx, &ty, NULL, NULL, 0);
+	CU_ASSERT(yd[0] == 2 && yd[1] == 5);
+	pool(taprt_op_GlobalMaxPool, &tx, &ty, NULL, NULL, 0);
+	CU_ASSERT(yd[0] == 3 && yd[1] == 6);
+}
 
 void
 suite_rt_nn(CU_pSuite s)
 {
-	(void)s;
+	ADD(s, test_matmul_2d);
+	ADD(s, test_matmul_vectors);
+	ADD(s, test_matmul_broadcast);
+	ADD(s, test_matmul_folded);
+	ADD(s, test_matmul_types);
+	ADD(s, test_gemm);
+	ADD(s, test_gemm_int);
+	ADD(s, test_conv_basic);
+	ADD(s, test_conv_oracle);
+	ADD(s, test_maxpool);
+	ADD(s, test_avgpool);
+	ADD(s, test_global_pools);
 }

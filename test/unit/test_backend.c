@@ -1,0 +1,162 @@
+/*
+ * test_backend.c - the backend's memory plan and the runtime's TensorProto
+ * reader.
+ *
+ * The memory plan is checked against its definition, by brute force over
+ * every pair of tensors of every fixture: two tensors whose lifetimes
+ * overlap never share arena bytes, and every block is aligned and inside
+ * the arena.  The reader is checked on hand-encoded protobuf bytes and on
+ * every truncation of a real file.
+ */
+#include <string.h>
+
+#include "backend/emit.h"
+#include "frontend/onnx.h"
+#include "passes/passes.h"
+#include "runtime/internal.h"
+#include "test/unit/util.h"
+
+static const char *fixtures[] = {"gpt", "bert", "mlp", "cnn", "ln17"};
+
+static Graph *
+load_fixture(const char *name, int64_t batch)
+{
+	char rel[256];
+	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", name);
+	OnnxOptions o = {.batch = batch};
+	Graph *g = onnx_load(srcpath(rel), &o);
+	PassCtx cx = {0};
+	if (g)
+		pass_fold_constants(g, &cx);
+	return g;
+}
+
+static void
+memplan_no_overlap(void)
+{
+	for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
+		Graph *g = load_fixture(fixtures[f], 4);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		MemPlan mp;
+		emit_memplan(g, &mp);
+		/* lifetime of each arena tensor: [producer, last use] in node order */
+		int nt = g->ntensors;
+		int *def = malloc(sizeof *def * nt), *end = malloc(sizeof *end * nt);
+		for (int t = 0; t < nt; t++)
+			def[t] = end[t] = -1;
+		for (NodeId n = 0; n < g->nnodes; n++) {
+			for (int i = 0; i < g->nodes[n].nout; i++)
+				if (g->nodes[n].out[i] != IR_NONE)
+					def[g->nodes[n].out[i]] = end[g->nodes[n].out[i]] = n;
+			for (int i = 0; i < g->nodes[n].nin; i++)
+				if (g->nodes[n].in[i] != IR_NONE)
+					end[g->nodes[n].in[i]] = n;
+		}
+		int placed = 0;
+		for (int a = 0; a < nt; a++) {
+			if (mp.offset[a] < 0)
+				continue;
+			placed++;
+			int64_t sa = ir_nbytes(&g->tensors[a]);
+			CU_ASSERT_EQUAL(mp.offset[a] % 64, 0);
+			CU_ASSERT_TRUE(mp.offset[a] + sa <= mp.arena_bytes);
+			CU_ASSERT_EQUAL(g->tensors[a].kind, TK_VALUE);
+			for (int b = a + 1; b < nt; b++) {
+				if (mp.offset[b] < 0)
+					continue;
+				int64_t sb = ir_nbytes(&g->tensors[b]);
+				bool live = def[a] <= end[b] && def[b] <= end[a];
+				bool share = mp.offset[a] < mp.offset[b] + sb && mp.offset[b] < mp.offset[a] + sa;
+				if (live && share && sa && sb) {
+					fprintf(stderr, "%s: tensors %d and %d overlap\n", fixtures[f], a, b);
+					CU_FAIL("two live tensors share arena bytes");
+				}
+			}
+		}
+		CU_ASSERT_TRUE(placed > 0);
+		/* graph outputs go straight to the program's buffers */
+		for (int i = 0; i < g->noutputs; i++)
+			CU_ASSERT_EQUAL(mp.offset[g->outputs[i]], -1);
+		/* reuse happens: the arena is smaller than all activations together */
+		int64_t total = 0;
+		for (int t = 0; t < nt; t++)
+			if (mp.offset[t] >= 0)
+				total += ir_nbytes(&g->tensors[t]);
+		if (placed > 4)
+			CU_ASSERT_TRUE(mp.arena_bytes < total);
+		free(def);
+		free(end);
+		emit_memplan_free(&mp);
+		ir_free(g);
+	}
+}
+
+/* dims [2,3], data_type f32, raw_data: the bytes a TensorProto writer emits */
+static void
+pb_parse_raw_and_typed(void)
+{
+	float v[6] = {1, 2, 3, 4, 5, 6};
+	uint8_t buf[128];
+	size_t n = 0;
+	buf[n++] = 0x08; buf[n++] = 2;      /* dims: 2 */
+	buf[n++] = 0x08; buf[n++] = 3;      /* dims: 3 */
+	buf[n++] = 0x10; buf[n++] = 1;      /* data_type: FLOAT */
+	buf[n++] = 0x42; buf[n++] = 1; buf[n++] = 'x'; /* name */
+	buf[n++] = 0x4a; buf[n++] = 24;     /* raw_data, 24 bytes */
+	memcpy(buf + n, v, 24);
+	n += 24;
+	taprt_pb t;
+	char err[200];
+	CU_ASSERT_EQUAL_FATAL(taprt_pb_parse(buf, n, &t, err, sizeof err), 0);
+	CU_ASSERT_EQUAL(t.rank, 2);
+	CU_ASSERT_EQUAL(t.dims[1], 3);
+	CU_ASSERT_EQUAL(t.numel, 6);
+	CU_ASSERT_STRING_EQUAL(t.name, "x");
+	CU_ASSERT_EQUAL(memcmp(t.data, v, 24), 0);
+	free(t.data);
+
+	/* int64_data packed, data_type after the values: [7, -1] as i64 */
+	uint8_t b2[] = {0x08, 2, 0x3a, 11, 7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+		0x10, 7};
+	CU_ASSERT_EQUAL_FATAL(taprt_pb_parse(b2, sizeof b2, &t, err, sizeof err), 0);
+	CU_ASSERT_EQUAL(((int64_t *)t.data)[0], 7);
+	CU_ASSERT_EQUAL(((int64_t *)t.data)[1], -1);
+	free(t.data);
+
+	/* raw_data of the wrong length */
+	buf[10] = 20;
+	CU_ASSERT_NOT_EQUAL(taprt_pb_parse(buf, n - 4, &t, err, sizeof err), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "raw_data is 20 bytes, expected 24"));
+}
+
+/* every prefix of a real input file: parsed or refused, never a crash */
+static void
+pb_truncations(void)
+{
+	FILE *f = fopen(srcpath("test/e2e/bert/test_data_set_1/input_1.pb"), "rb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	uint8_t buf[4096];
+	size_t len = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	int ok = 0;
+	for (size_t k = 0; k <= len; k++) {
+		uint8_t *copy = malloc(k + 1); /* exact size: ASan sees over-reads */
+		memcpy(copy, buf, k);
+		taprt_pb t;
+		char err[200];
+		if (taprt_pb_parse(copy, k, &t, err, sizeof err) == 0) {
+			ok++;
+			free(t.data);
+		}
+		free(copy);
+	}
+	CU_ASSERT_TRUE(ok >= 1); /* the whole file at least */
+}
+
+void
+suite_backend(CU_pSuite s)
+{
+	ADD(s, memplan_no_overlap);
+	ADD(s, pb_parse_raw_and_typed);
+	ADD(s, pb_truncations);
+}
