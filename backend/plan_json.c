@@ -58,9 +58,11 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 	put_str(f, g->model);
 	fprintf(f, ",\n  \"opset\": %lld,\n", (long long)g->opset);
 	fprintf(f, "  \"mesh\": {\"rows\": %d, \"cols\": %d},\n", m->rows, m->cols);
-	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"rule\": ", m->dp, m->tp, m->pp);
-	put_str(f, m->dp * m->tp * m->pp == m->rows * m->cols ? "one rank per device" :
-	    "single rank: the planner passes are not built yet");
+	/* until the planner passes choose degrees, every program is one rank */
+	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = m->pp ? m->pp : 1;
+	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"rule\": ", dp, tp, pp);
+	put_str(f, m->dp ? "chosen by the planner" :
+	    "one rank: this tapc has no planner passes yet, so the mesh is not divided");
 	fputs("},\n", f);
 	fprintf(f, "  \"ranks\": [\n    {\"rank\": 0, \"dp\": 0, \"tp\": 0, \"stage\": 0, \"nodes\": %d, "
 	    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"rank0.c\"}\n  ],\n",

@@ -275,6 +275,8 @@ main(int argc, char **argv)
 	if (!g)
 		return 1;
 
+	g->mesh.rows = cx.mesh.rows;
+	g->mesh.cols = cx.mesh.cols;
 	PassOptions po = {
 		.print_before = o.print_before,
 		.print_after = o.print_after,

@@ -289,7 +289,7 @@ print_graph(FILE *f, Graph *g)
 	fputs(" model=", f);
 	put_quoted(f, g->model);
 	fprintf(f, " opset=%" PRId64, g->opset);
-	if (g->mesh.rows)
+	if (g->mesh.dp) /* once the degrees are chosen */
 		fprintf(f, " mesh=%dx%d dp=%d tp=%d pp=%d", g->mesh.rows, g->mesh.cols,
 		    g->mesh.dp, g->mesh.tp, g->mesh.pp);
 	fputc('\n', f);
