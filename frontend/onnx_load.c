@@ -26,7 +26,7 @@
 #include "frontend/onnx.h"
 #include "onnx/onnx.pb-c.h"
 
-#define MIN_OPSET 7
+#define MIN_OPSET 1
 #define MAX_OPSET 18
 
 /* ------------------------------------------------------- name -> tensor */
@@ -691,6 +691,11 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 		NodeId nid = ir_add_node(g, op, np->name ? np->name : "", (int)np->n_input, in, (int)np->n_output, out);
 		for (size_t i = 0; i < np->n_attribute && ok; i++)
 			ok = load_attr(L, nid, np->attribute[i]);
+		/* opsets before 7 broadcast one way along an axis, not like numpy */
+		if (ok && ir_attr_int(g, nid, "broadcast", 0)) {
+			diag_node(g, nid, "attribute 'broadcast' asks for the broadcasting of opsets before 7, which tapc does not support");
+			ok = false;
+		}
 	}
 	free(in);
 	free(out);

@@ -1,297 +1,837 @@
-/* k_elementwise.c - placeholder kernels until the real ones land. */
-#include "runtime/taprt.h"
+/*
+ * k_elementwise.c - elementwise kernels: unary math, Cast, Clip, Dropout,
+ * binary arithmetic / comparison / logic with numpy broadcasting, the
+ * variadic Max, Min, Sum and Mean, and Where.
+ *
+ * Needs: output dtypes, shapes and buffers set by tapc (for broadcasting
+ * ops, the broadcast shape).  Outputs never alias inputs.
+ *
+ * Per-dtype code is written once as an expression and instantiated for
+ * every type of a list (FLOAT_TYPES, SINT_TYPES, ...) by X-macros; <tgmath.h>
+ * makes exp(v) mean expf for float and exp for double.  Broadcasting goes
+ * through bcast_run(), which merges the output's dimensions wherever every
+ * operand steps through them alike, so same-shape operands become one long
+ * row, a scalar operand a row with stride 0, and a bias add (b's shape a
+ * suffix of a's) a few rows; each row is one call to a typed row function
+ * whose inner strides are 0 or 1, with a loop the compiler vectorizes.
+ *
+ * f16/bf16 are supported by Cast, Identity, Dropout and Where only.
+ */
+#include <stdbool.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "runtime/internal.h"
+
+/* ------------------------------------------------------------ type lists */
+
+/* X(dtype, C type, extra...): one line per type. Bool is C's _Bool, so a
+ * conversion to it is "!= 0" for free. */
+#define FLOAT_TYPES(X, ...)                                                  \
+	X(TAPRT_F32, float, __VA_ARGS__) X(TAPRT_F64, double, __VA_ARGS__)
+#define SINT_TYPES(X, ...)                                                   \
+	X(TAPRT_I8, int8_t, __VA_ARGS__) X(TAPRT_I16, int16_t, __VA_ARGS__)    \
+	X(TAPRT_I32, int32_t, __VA_ARGS__) X(TAPRT_I64, int64_t, __VA_ARGS__)
+#define UINT_TYPES(X, ...)                                                   \
+	X(TAPRT_U8, uint8_t, __VA_ARGS__) X(TAPRT_U16, uint16_t, __VA_ARGS__)  \
+	X(TAPRT_U32, uint32_t, __VA_ARGS__) X(TAPRT_U64, uint64_t, __VA_ARGS__)
+#define BOOL_TYPES(X, ...) X(TAPRT_BOOL, bool, __VA_ARGS__)
+#define INT_TYPES(X, ...) SINT_TYPES(X, __VA_ARGS__) UINT_TYPES(X, __VA_ARGS__)
+#define NUM_TYPES(X, ...) FLOAT_TYPES(X, __VA_ARGS__) INT_TYPES(X, __VA_ARGS__)
+#define SIGNED_TYPES(X, ...) FLOAT_TYPES(X, __VA_ARGS__) SINT_TYPES(X, __VA_ARGS__)
+#define ALL_TYPES(X, ...) NUM_TYPES(X, __VA_ARGS__) BOOL_TYPES(X, __VA_ARGS__)
+
+/* A second copy for nesting (a macro does not expand inside itself). */
+#define ALL_TYPES2(X, ...)                                                   \
+	X(TAPRT_F32, float, __VA_ARGS__) X(TAPRT_F64, double, __VA_ARGS__)     \
+	X(TAPRT_I8, int8_t, __VA_ARGS__) X(TAPRT_I16, int16_t, __VA_ARGS__)    \
+	X(TAPRT_I32, int32_t, __VA_ARGS__) X(TAPRT_I64, int64_t, __VA_ARGS__)  \
+	X(TAPRT_U8, uint8_t, __VA_ARGS__) X(TAPRT_U16, uint16_t, __VA_ARGS__)  \
+	X(TAPRT_U32, uint32_t, __VA_ARGS__) X(TAPRT_U64, uint64_t, __VA_ARGS__) \
+	X(TAPRT_BOOL, bool, __VA_ARGS__)
+
+static void
+bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)
+{
+	taprt_fail(cx, "node '%s' (%s): dtype %s not supported", n->name, op,
+	    taprt_dtype_name(dtype));
+}
+
+static inline const taprt_tensor *
+input(const taprt_node *n, int i)
+{
+	return i < n->nin ? n->in[i] : NULL;
+}
+
+static inline taprt_tensor *
+output(const taprt_node *n, int i)
+{
+	return i < n->nout ? n->out[i] : NULL;
+}
+
+static void
+copy_tensor(taprt_tensor *y, const taprt_tensor *x)
+{
+	size_t bytes = (size_t)x->numel * (size_t)taprt_dtype_size(x->dtype);
+	if (bytes)
+		memcpy(y->data, x->data, bytes);
+}
+
+/* ------------------------------------------------------------------ unary */
+
+/* y = EXPR(v) for every element v of input 0, in type T; then return. */
+#define MAP(T, EXPR)                                                         \
+	{                                                                    \
+		const T *x_ = n->in[0]->data;                                \
+		T *y_ = n->out[0]->data;                                     \
+		int64_t n_ = n->out[0]->numel;                               \
+		for (int64_t i_ = 0; i_ < n_; i_++) {                        \
+			T v = x_[i_];                                        \
+			y_[i_] = (T)(EXPR);                                  \
+		}                                                            \
+		return;                                                      \
+	}
+#define MAP_CASE(D, T, EXPR) case D: MAP(T, EXPR)
+
+/* A kernel mapping EXPR over input 0 for the types in TYPES. */
+#define UNARY(NAME, TYPES, EXPR)                                             \
+	void                                                                 \
+	taprt_op_##NAME(taprt_ctx *cx, const taprt_node *n)                  \
+	{                                                                    \
+		switch (n->in[0]->dtype) {                                   \
+		TYPES(MAP_CASE, EXPR)                                        \
+		default:                                                     \
+			break;                                               \
+		}                                                            \
+		bad_dtype(cx, n, #NAME, n->in[0]->dtype);                    \
+	}
+
+UNARY(Neg, SIGNED_TYPES, -v)
+UNARY(Exp, FLOAT_TYPES, exp(v))
+UNARY(Log, FLOAT_TYPES, log(v))
+UNARY(Sqrt, FLOAT_TYPES, sqrt(v))
+UNARY(Reciprocal, FLOAT_TYPES, 1 / v)
+UNARY(Floor, FLOAT_TYPES, floor(v))
+UNARY(Ceil, FLOAT_TYPES, ceil(v))
+/* rint rounds half to even in the default rounding mode */
+UNARY(Round, FLOAT_TYPES, rint(v))
+UNARY(Sigmoid, FLOAT_TYPES, 1 / (1 + exp(-v)))
+UNARY(Softsign, FLOAT_TYPES, v / (1 + fabs(v)))
+/* log(1 + e^v) without overflow for large v */
+UNARY(Softplus, FLOAT_TYPES, v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))
+UNARY(Tanh, FLOAT_TYPES, tanh(v))
+UNARY(Erf, FLOAT_TYPES, erf(v))
+UNARY(Sin, FLOAT_TYPES, sin(v))
+UNARY(Cos, FLOAT_TYPES, cos(v))
+UNARY(Not, BOOL_TYPES, !v)
 
 void
 taprt_op_Abs(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Neg(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Exp(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Log(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Sqrt(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Reciprocal(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Floor(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Ceil(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Round(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, fabs(v))
+	SINT_TYPES(MAP_CASE, v < 0 ? -v : v)
+	UINT_TYPES(MAP_CASE, v)
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "Abs", n->in[0]->dtype);
 }
 
 void
 taprt_op_Sign(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	switch (n->in[0]->dtype) {
+	/* keeps NaN and the zero's sign, like numpy */
+	FLOAT_TYPES(MAP_CASE, v > 0 ? 1 : v < 0 ? -1 : v)
+	SINT_TYPES(MAP_CASE, (v > 0) - (v < 0))
+	UINT_TYPES(MAP_CASE, v != 0)
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "Sign", n->in[0]->dtype);
 }
 
 void
 taprt_op_Relu(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	switch (n->in[0]->dtype) {
+	SIGNED_TYPES(MAP_CASE, v > 0 ? v : 0)
+	UINT_TYPES(MAP_CASE, v)
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "Relu", n->in[0]->dtype);
 }
 
 void
 taprt_op_LeakyRelu(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const float alpha = taprt_attr_float(n, "alpha", 0.01f);
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, v < 0 ? alpha * v : v)
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "LeakyRelu", n->in[0]->dtype);
 }
 
 void
 taprt_op_Elu(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const float alpha = taprt_attr_float(n, "alpha", 1.0f);
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, v < 0 ? alpha * expm1(v) : v)
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "Elu", n->in[0]->dtype);
 }
 
 void
 taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Sigmoid(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
+	const float alpha = taprt_attr_float(n, "alpha", 1.67326319217681884765625f);
+	const float gamma = taprt_attr_float(n, "gamma", 1.05070102214813232421875f);
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, v > 0 ? gamma * v : gamma * alpha * expm1(v))
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "Selu", n->in[0]->dtype);
 }
 
 void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const float alpha = taprt_attr_float(n, "alpha", 0.2f);
+	const float beta = taprt_attr_float(n, "beta", 0.5f);
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, fmax(0, fmin(1, alpha * v + beta)))
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "HardSigmoid", n->in[0]->dtype);
 }
 
 void
 taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Softplus(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Softsign(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Tanh(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Erf(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Sin(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Cos(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Not(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, v * fmax(0, fmin(1, v / 6 + 0.5f)))
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "HardSwish", n->in[0]->dtype);
 }
 
 void
 taprt_op_IsNaN(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const taprt_tensor *x = n->in[0];
+	bool *y = n->out[0]->data;
+	switch (x->dtype) {
+	case TAPRT_F32:
+		for (int64_t i = 0; i < x->numel; i++)
+			y[i] = isnan(((const float *)x->data)[i]);
+		return;
+	case TAPRT_F64:
+		for (int64_t i = 0; i < x->numel; i++)
+			y[i] = isnan(((const double *)x->data)[i]);
+		return;
+	}
+	bad_dtype(cx, n, "IsNaN", x->dtype);
 }
 
 void
 taprt_op_Identity(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Cast(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
+	(void)cx;
+	copy_tensor(n->out[0], n->in[0]);
 }
 
 void
 taprt_op_Dropout(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	(void)cx;
+	copy_tensor(n->out[0], n->in[0]);
+	taprt_tensor *mask = output(n, 1);
+	if (mask)   /* inference: nothing is dropped */
+		memset(mask->data, 1, (size_t)mask->numel);
 }
 
-void
-taprt_op_Add(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
+/* Clip's bounds: inputs 1 and 2 from opset 11, float attributes before. */
+#define CLIP_CASE(D, T, LO, HI)                                              \
+	case D: {                                                            \
+		T lo = LO, hi = HI;                                          \
+		if (n->opset < 11) {                                         \
+			lo = (T)taprt_attr_float(n, "min", (float)lo);       \
+			hi = (T)taprt_attr_float(n, "max", (float)hi);       \
+		}                                                            \
+		if (tlo)                                                     \
+			lo = *(const T *)tlo->data;                          \
+		if (thi)                                                     \
+			hi = *(const T *)thi->data;                          \
+		MAP(T, v < lo ? lo : v > hi ? hi : v)                        \
+	}
 
 void
-taprt_op_Sub(taprt_ctx *cx, const taprt_node *n)
+taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const taprt_tensor *tlo = n->opset >= 11 ? input(n, 1) : NULL;
+	const taprt_tensor *thi = n->opset >= 11 ? input(n, 2) : NULL;
+	switch (n->in[0]->dtype) {
+	CLIP_CASE(TAPRT_F32, float, -INFINITY, INFINITY)
+	CLIP_CASE(TAPRT_F64, double, -INFINITY, INFINITY)
+	CLIP_CASE(TAPRT_I8, int8_t, INT8_MIN, INT8_MAX)
+	CLIP_CASE(TAPRT_I16, int16_t, INT16_MIN, INT16_MAX)
+	CLIP_CASE(TAPRT_I32, int32_t, INT32_MIN, INT32_MAX)
+	CLIP_CASE(TAPRT_I64, int64_t, INT64_MIN, INT64_MAX)
+	CLIP_CASE(TAPRT_U8, uint8_t, 0, UINT8_MAX)
+	CLIP_CASE(TAPRT_U16, uint16_t, 0, UINT16_MAX)
+	CLIP_CASE(TAPRT_U32, uint32_t, 0, UINT32_MAX)
+	CLIP_CASE(TAPRT_U64, uint64_t, 0, UINT64_MAX)
+	default:
+		break;
+	}
+	bad_dtype(cx, n, "Clip", n->in[0]->dtype);
 }
 
-void
-taprt_op_Mul(taprt_ctx *cx, const taprt_node *n)
+/* ------------------------------------------------------------------- Cast */
+
+/* IEEE half <-> float, round to nearest even; bf16 keeps the high half of
+ * a float (truncation, as ONNX 1.12's reference does). */
+static float
+half_to_float(uint16_t h)
 {
-	(void)cx; (void)n;
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	uint32_t bits;
+	if (e == 0x1f)
+		bits = sign | 0x7f800000 | m << 13;
+	else if (e)
+		bits = sign | (e + 112) << 23 | m << 13;
+	else if (!m)
+		bits = sign;
+	else {                  /* subnormal: normalize */
+		e = 113;
+		while (!(m & 0x400)) {
+			m <<= 1;
+			e--;
+		}
+		bits = sign | e << 23 | (m & 0x3ff) << 13;
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
 }
 
-void
-taprt_op_Div(taprt_ctx *cx, const taprt_node *n)
+static uint16_t
+float_to_half(float f)
 {
-	(void)cx; (void)n;
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint16_t sign = (uint16_t)(x >> 16 & 0x8000);
+	uint32_t ax = x & 0x7fffffff;
+	if (ax > 0x7f800000)
+		return sign | 0x7e00;                   /* NaN */
+	if (ax >= 0x477ff000)
+		return sign | 0x7c00;                   /* overflows to inf */
+	if (ax < 0x38800000) {                          /* subnormal or zero */
+		if (ax < 0x33000000)
+			return sign;
+		uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+		uint32_t shift = 126 - e;               /* 14..24 */
+		uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+		if (rem > half || (rem == half && (r & 1)))
+			r++;
+		return sign | (uint16_t)r;
+	}
+	uint32_t r = ((ax - 0x38000000) >> 13);
+	uint32_t rem = ax & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (r & 1)))
+		r++;
+	return sign | (uint16_t)r;
+}
+
+/* Element i of t as a double / stored from a double (slow paths only). */
+#define LD_CASE(D, T, ...) case D: return (double)((const T *)p)[i];
+static double
+ld_f(const void *p, int dt, int64_t i)
+{
+	switch (dt) {
+	ALL_TYPES(LD_CASE, _)
+	case TAPRT_F16: return half_to_float(((const uint16_t *)p)[i]);
+	case TAPRT_BF16: {
+		uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+		float f;
+		memcpy(&f, &b, 4);
+		return f;
+	}
+	}
+	return 0;
+}
+
+#define LDI_CASE(D, T, ...) case D: return (int64_t)((const T *)p)[i];
+static int64_t
+ld_i(const void *p, int dt, int64_t i)
+{
+	switch (dt) {
+	INT_TYPES(LDI_CASE, _)
+	BOOL_TYPES(LDI_CASE, _)
+	}
+	return (int64_t)ld_f(p, dt, i);
+}
+
+#define ST_CASE(D, T, ...) case D: ((T *)p)[i] = (T)v; return;
+static void
+st_f(void *p, int dt, int64_t i, double v)
+{
+	switch (dt) {
+	ALL_TYPES(ST_CASE, _)
+	case TAPRT_F16:
+		((uint16_t *)p)[i] = float_to_half((float)v);
+		return;
+	case TAPRT_BF16: {
+		float f = (float)v;
+		uint32_t b;
+		memcpy(&b, &f, 4);
+		((uint16_t *)p)[i] = (uint16_t)(b >> 16);
+		return;
+	}
+	}
+}
+
+#define STI_CASE(D, T, ...) case D: ((T *)p)[i] = (T)v; return;
+static void
+st_i(void *p, int dt, int64_t i, int64_t v)
+{
+	switch (dt) {
+	INT_TYPES(STI_CASE, _)
+	}
+	st_f(p, dt, i, (double)v);
+}
+
+#define CAST_DST(D, U, T)                                                    \
+	case D: {                                                            \
+		const T *x = X->data;                                        \
+		U *y = Y->data;                                              \
+		for (int64_t i = 0; i < X->numel; i++)                       \
+			y[i] = (U)x[i];                                      \
+		return;                                                      \
+	}
+#define CAST_SRC(D, T, ...)                                                  \
+	case D:                                                              \
+		switch (Y->dtype) {                                          \
+		ALL_TYPES2(CAST_DST, T)                                      \
+		}                                                            \
+		break;
+
+void
+taprt_op_Cast(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0];
+	taprt_tensor *Y = n->out[0];
+	if (X->dtype == Y->dtype) {
+		copy_tensor(Y, X);
+		return;
+	}
+	switch (X->dtype) {
+	ALL_TYPES(CAST_SRC, _)
+	}
+	bool half = X->dtype == TAPRT_F16 || X->dtype == TAPRT_BF16 ||
+	    Y->dtype == TAPRT_F16 || Y->dtype == TAPRT_BF16;
+	if (!half || !taprt_dtype_size(X->dtype) || !taprt_dtype_size(Y->dtype)) {
+		taprt_fail(cx, "node '%s' (Cast): %s to %s not supported", n->name,
+		    taprt_dtype_name(X->dtype), taprt_dtype_name(Y->dtype));
+		return;
+	}
+	/* halves go through float; a bool target still means "!= 0" */
+	for (int64_t i = 0; i < X->numel; i++)
+		st_f(Y->data, Y->dtype, i, ld_f(X->data, X->dtype, i));
+}
+
+/* ----------------------------------------------------------- broadcasting */
+
+/* One output row: y[i] = f(x0[i*s0], x1[i*s1], ...), strides 0 or 1. */
+typedef void rowfn(void *y, const char *const *x, const int64_t *s, int64_t len,
+    const void *arg);
+
+/*
+ * Call f for every row of out, with x[k] broadcast to out's shape (numpy
+ * rules).  Output dimensions of size 1 are dropped and neighbours that all
+ * operands step through contiguously (or all broadcast) are merged, so
+ * rows are as long as they can be.
+ */
+static void
+bcast_run(const taprt_tensor *out, int nx, const taprt_tensor *const *x, rowfn *f,
+    const void *arg)
+{
+	int64_t full[3][TAPRT_MAX_RANK], st[3][TAPRT_MAX_RANK], dim[TAPRT_MAX_RANK];
+	int r = 0;
+	if (out->numel == 0)
+		return;
+	for (int k = 0; k < nx; k++)
+		taprt_bcast_strides(x[k], out, full[k]);
+	for (int i = 0; i < out->rank; i++) {
+		int64_t d = out->dims[i];
+		if (d == 1)
+			continue;
+		bool merge = r > 0;
+		for (int k = 0; k < nx && merge; k++)
+			merge = st[k][r - 1] == full[k][i] * d;
+		if (merge) {
+			dim[r - 1] *= d;
+			for (int k = 0; k < nx; k++)
+				st[k][r - 1] = full[k][i];
+			continue;
+		}
+		dim[r] = d;
+		for (int k = 0; k < nx; k++)
+			st[k][r] = full[k][i];
+		r++;
+	}
+	if (r == 0) {
+		dim[r] = 1;
+		for (int k = 0; k < nx; k++)
+			st[k][r] = 0;
+		r = 1;
+	}
+
+	/* byte steps per outer dimension, and the rewind when it wraps */
+	int64_t step[3][TAPRT_MAX_RANK], back[3][TAPRT_MAX_RANK], in[3], idx[TAPRT_MAX_RANK];
+	const char *p[3];
+	for (int k = 0; k < nx; k++) {
+		int64_t es = taprt_dtype_size(x[k]->dtype);
+		for (int d = 0; d < r; d++) {
+			step[k][d] = st[k][d] * es;
+			back[k][d] = step[k][d] * dim[d];
+		}
+		in[k] = st[k][r - 1];
+		p[k] = x[k]->data;
+	}
+	for (int d = 0; d < r; d++)
+		idx[d] = 0;
+	int64_t len = dim[r - 1];
+	size_t ystep = (size_t)len * (size_t)taprt_dtype_size(out->dtype);
+	char *y = out->data;
+	for (;;) {
+		f(y, p, in, len, arg);
+		y += ystep;
+		int d = r - 2;
+		for (; d >= 0; d--) {
+			for (int k = 0; k < nx; k++)
+				p[k] += step[k][d];
+			if (++idx[d] < dim[d])
+				break;
+			for (int k = 0; k < nx; k++)
+				p[k] -= back[k][d];
+			idx[d] = 0;
+		}
+		if (d < 0)
+			break;
+	}
+}
+
+/*
+ * A binary row function: the four stride cases are separate loops so each
+ * vectorizes (no restrict: Max/Min/Sum accumulate in place).
+ */
+#define BIN_ROW(FN, TA, TY, EXPR)                                            \
+	static void                                                          \
+	FN(void *y_, const char *const *x, const int64_t *s, int64_t len,    \
+	    const void *arg)                                                 \
+	{                                                                    \
+		const TA *a = (const TA *)x[0], *b = (const TA *)x[1];       \
+		TY *y = y_;                                                  \
+		(void)arg;                                                   \
+		if (s[0] && s[1]) {                                          \
+			for (int64_t i = 0; i < len; i++) {                  \
+				TA u = a[i], v = b[i];                       \
+				y[i] = (TY)(EXPR);                           \
+			}                                                    \
+		} else if (s[0]) {                                           \
+			const TA v = b[0];                                   \
+			for (int64_t i = 0; i < len; i++) {                  \
+				TA u = a[i];                                 \
+				y[i] = (TY)(EXPR);                           \
+			}                                                    \
+		} else if (s[1]) {                                           \
+			const TA u = a[0];                                   \
+			for (int64_t i = 0; i < len; i++) {                  \
+				TA v = b[i];                                 \
+				y[i] = (TY)(EXPR);                           \
+			}                                                    \
+		} else {                                                     \
+			const TA u = a[0], v = b[0];                         \
+			const TY r = (TY)(EXPR);                             \
+			for (int64_t i = 0; i < len; i++)                    \
+				y[i] = r;                                    \
+		}                                                            \
+	}
+/* rows named row_<Op>_<dtype>; the output type is the inputs' or bool */
+#define ROW(D, T, OP, EXPR) BIN_ROW(row_##OP##_##D, T, T, EXPR)
+#define ROW_BOOL(D, T, OP, EXPR) BIN_ROW(row_##OP##_##D, T, bool, EXPR)
+#define ROW_CASE(D, T, OP, ...) case D: f = row_##OP##_##D; break;
+
+static void
+binary(taprt_ctx *cx, const taprt_node *n, const char *op, rowfn *f)
+{
+	if (!f) {
+		bad_dtype(cx, n, op, n->in[0]->dtype);
+		return;
+	}
+	const taprt_tensor *x[2] = {n->in[0], n->in[1]};
+	bcast_run(n->out[0], 2, x, f, NULL);
+}
+
+/* The kernel of a binary op whose rows exist for the types in TYPES. */
+#define BINARY_KERNEL(OP, TYPES)                                             \
+	void                                                                 \
+	taprt_op_##OP(taprt_ctx *cx, const taprt_node *n)                    \
+	{                                                                    \
+		rowfn *f = NULL;                                             \
+		switch (n->in[0]->dtype) {                                   \
+		TYPES(ROW_CASE, OP)                                          \
+		}                                                            \
+		binary(cx, n, #OP, f);                                       \
+	}
+#define BINARY(OP, TYPES, ROWDEF, EXPR) TYPES(ROWDEF, OP, EXPR) BINARY_KERNEL(OP, TYPES)
+
+BINARY(Add, NUM_TYPES, ROW, u + v)
+BINARY(Sub, NUM_TYPES, ROW, u - v)
+BINARY(Mul, NUM_TYPES, ROW, u * v)
+BINARY(Equal, ALL_TYPES, ROW_BOOL, u == v)
+BINARY(Less, NUM_TYPES, ROW_BOOL, u < v)
+BINARY(LessOrEqual, NUM_TYPES, ROW_BOOL, u <= v)
+BINARY(Greater, NUM_TYPES, ROW_BOOL, u > v)
+BINARY(GreaterOrEqual, NUM_TYPES, ROW_BOOL, u >= v)
+BINARY(And, BOOL_TYPES, ROW, u && v)
+BINARY(Or, BOOL_TYPES, ROW, u || v)
+BINARY(Xor, BOOL_TYPES, ROW, u != v)
+
+/* C division truncates toward zero, as onnxruntime does; x/0 gives 0
+ * rather than a trap */
+FLOAT_TYPES(ROW, Div, u / v)
+INT_TYPES(ROW, Div, v == 0 ? 0 : u / v)
+BINARY_KERNEL(Div, NUM_TYPES)
+
+/* PRelu: slope v broadcasts to x (tapc made the output x's shape) */
+SIGNED_TYPES(ROW, PRelu, u < 0 ? u * v : u)
+UINT_TYPES(ROW, PRelu, ((void)v, u))
+BINARY_KERNEL(PRelu, NUM_TYPES)
+
+/* Mod with fmod=0: the result takes the divisor's sign (Python's %) */
+FLOAT_TYPES(ROW, Mod, fmod(u, v) != 0 && (fmod(u, v) < 0) != (v < 0) ?
+    fmod(u, v) + v : fmod(u, v))
+SINT_TYPES(ROW, Mod, v == 0 ? 0 : u % v != 0 && (u % v < 0) != (v < 0) ?
+    u % v + v : u % v)
+UINT_TYPES(ROW, Mod, v == 0 ? 0 : u % v)
+/* fmod=1: C's fmod / %, the sign of the dividend */
+FLOAT_TYPES(ROW, Fmod, fmod(u, v))
+INT_TYPES(ROW, Fmod, v == 0 ? 0 : u % v)
+
+void
+taprt_op_Mod(taprt_ctx *cx, const taprt_node *n)
+{
+	rowfn *f = NULL;
+	if (taprt_attr_int(n, "fmod", 0)) {
+		switch (n->in[0]->dtype) {
+		NUM_TYPES(ROW_CASE, Fmod)
+		}
+	} else {
+		switch (n->in[0]->dtype) {
+		NUM_TYPES(ROW_CASE, Mod)
+		}
+	}
+	binary(cx, n, "Mod", f);
+}
+
+/* Integer power by squaring, wrapping on overflow; negative exponents
+ * give the truncated 1/b^-e. */
+static int64_t
+ipow(int64_t b, int64_t e)
+{
+	if (e < 0)
+		return b == 1 ? 1 : b == -1 ? (e & 1 ? -1 : 1) : 0;
+	uint64_t r = 1, x = (uint64_t)b;
+	for (; e; e >>= 1, x *= x)
+		if (e & 1)
+			r *= x;
+	return (int64_t)r;
+}
+
+FLOAT_TYPES(ROW, Pow, pow(u, v))
+INT_TYPES(ROW, Pow, ipow((int64_t)u, (int64_t)v))
+
+/* Pow with different base and exponent dtypes: the output is the base's. */
+static void
+row_pow_mixed(void *y, const char *const *x, const int64_t *s, int64_t len,
+    const void *arg)
+{
+	const int *dt = arg;    /* base, exponent */
+	bool fbase = dt[0] == TAPRT_F32 || dt[0] == TAPRT_F64;
+	bool fexp = dt[1] == TAPRT_F32 || dt[1] == TAPRT_F64;
+	for (int64_t i = 0; i < len; i++) {
+		int64_t ia = i * s[0], ib = i * s[1];
+		if (fbase || fexp)
+			st_f(y, dt[0], i, pow(ld_f(x[0], dt[0], ia), ld_f(x[1], dt[1], ib)));
+		else
+			st_i(y, dt[0], i, ipow(ld_i(x[0], dt[0], ia), ld_i(x[1], dt[1], ib)));
+	}
+}
+
+/* y = x^e for a scalar f32 exponent: the squares, cubes and roots that
+ * decomposed LayerNorm and GELU use skip powf. */
+static bool
+pow_f32_scalar(const taprt_node *n)
+{
+	const taprt_tensor *a = n->in[0], *b = n->in[1];
+	if (a->dtype != TAPRT_F32 || b->dtype != TAPRT_F32 || b->numel != 1 ||
+	    a->numel != n->out[0]->numel)
+		return false;
+	const float *x = a->data, e = *(const float *)b->data;
+	float *y = n->out[0]->data;
+	int64_t cnt = a->numel;
+	if (e == 2) {
+		for (int64_t i = 0; i < cnt; i++)
+			y[i] = x[i] * x[i];
+	} else if (e == 3) {
+		for (int64_t i = 0; i < cnt; i++)
+			y[i] = x[i] * x[i] * x[i];
+	} else if (e == 1) {
+		memcpy(y, x, (size_t)cnt * 4);
+	} else if (e == 0.5f) {
+		for (int64_t i = 0; i < cnt; i++)
+			y[i] = sqrtf(x[i]);
+	} else {
+		return false;
+	}
+	return true;
 }
 
 void
 taprt_op_Pow(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const taprt_tensor *a = n->in[0], *b = n->in[1];
+	if (a->dtype != b->dtype) {
+		int dt[2] = {a->dtype, b->dtype};
+		bool ok = true;
+		for (int k = 0; k < 2; k++)
+			ok &= dt[k] != TAPRT_BOOL && taprt_dtype_size(dt[k]) > 0;
+		if (!ok) {
+			taprt_fail(cx, "node '%s' (Pow): %s ^ %s not supported", n->name,
+			    taprt_dtype_name(dt[0]), taprt_dtype_name(dt[1]));
+			return;
+		}
+		const taprt_tensor *x[2] = {a, b};
+		bcast_run(n->out[0], 2, x, row_pow_mixed, dt);
+		return;
+	}
+	if (pow_f32_scalar(n))
+		return;
+	rowfn *f = NULL;
+	switch (a->dtype) {
+	NUM_TYPES(ROW_CASE, Pow)
+	}
+	binary(cx, n, "Pow", f);
 }
 
-void
-taprt_op_Mod(taprt_ctx *cx, const taprt_node *n)
+/* ---------------------------------------------------- variadic and Where */
+
+/* NaN wins, as in numpy's maximum/minimum */
+NUM_TYPES(ROW, Max, u > v || u != u ? u : v)
+NUM_TYPES(ROW, Min, u < v || u != u ? u : v)
+
+/* y = in0 op in1 op ... , folding into y (same shape as y, so in place) */
+static void
+variadic(taprt_ctx *cx, const taprt_node *n, const char *op, rowfn *f)
 {
-	(void)cx; (void)n;
+	taprt_tensor *y = n->out[0];
+	if (!f) {
+		bad_dtype(cx, n, op, n->in[0]->dtype);
+		return;
+	}
+	if (n->nin == 1) {
+		copy_tensor(y, n->in[0]);
+		return;
+	}
+	const taprt_tensor *x[2] = {n->in[0], n->in[1]};
+	bcast_run(y, 2, x, f, NULL);
+	for (int k = 2; k < n->nin; k++) {
+		x[0] = y;
+		x[1] = n->in[k];
+		bcast_run(y, 2, x, f, NULL);
+	}
 }
 
-void
-taprt_op_PRelu(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
+#define VARIADIC(OP, ROWOP)                                                  \
+	void                                                                 \
+	taprt_op_##OP(taprt_ctx *cx, const taprt_node *n)                    \
+	{                                                                    \
+		rowfn *f = NULL;                                             \
+		switch (n->in[0]->dtype) {                                   \
+		NUM_TYPES(ROW_CASE, ROWOP)                                   \
+		}                                                            \
+		variadic(cx, n, #OP, f);                                     \
+	}
 
-void
-taprt_op_Equal(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Less(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_LessOrEqual(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Greater(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_GreaterOrEqual(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_And(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Or(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Xor(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Max(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Min(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
-
-void
-taprt_op_Sum(taprt_ctx *cx, const taprt_node *n)
-{
-	(void)cx; (void)n;
-}
+VARIADIC(Max, Max)
+VARIADIC(Min, Min)
+VARIADIC(Sum, Add)
 
 void
 taprt_op_Mean(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	taprt_tensor *y = n->out[0];
+	rowfn *f = NULL;
+	switch (y->dtype) {
+	FLOAT_TYPES(ROW_CASE, Add)
+	}
+	variadic(cx, n, "Mean", f);
+	if (!f)
+		return;
+	if (y->dtype == TAPRT_F32) {
+		float *p = y->data, s = 1.0f / (float)n->nin;
+		for (int64_t i = 0; i < y->numel; i++)
+			p[i] *= s;
+	} else {
+		double *p = y->data;
+		for (int64_t i = 0; i < y->numel; i++)
+			p[i] /= n->nin;
+	}
 }
+
+/* Where moves bits, so one row function per element size */
+#define WHERE_ROW(T)                                                         \
+	static void                                                          \
+	row_where_##T(void *y_, const char *const *x, const int64_t *s,      \
+	    int64_t len, const void *arg)                                    \
+	{                                                                    \
+		const uint8_t *c = (const uint8_t *)x[0];                    \
+		const T *a = (const T *)x[1], *b = (const T *)x[2];          \
+		T *y = y_;                                                   \
+		(void)arg;                                                   \
+		for (int64_t i = 0; i < len; i++)                            \
+			y[i] = c[i * s[0]] ? a[i * s[1]] : b[i * s[2]];      \
+	}
+WHERE_ROW(uint8_t)
+WHERE_ROW(uint16_t)
+WHERE_ROW(uint32_t)
+WHERE_ROW(uint64_t)
 
 void
 taprt_op_Where(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	rowfn *f = NULL;
+	switch (taprt_dtype_size(n->out[0]->dtype)) {
+	case 1: f = row_where_uint8_t; break;
+	case 2: f = row_where_uint16_t; break;
+	case 4: f = row_where_uint32_t; break;
+	case 8: f = row_where_uint64_t; break;
+	default:
+		bad_dtype(cx, n, "Where", n->out[0]->dtype);
+		return;
+	}
+	const taprt_tensor *x[3] = {n->in[0], n->in[1], n->in[2]};
+	bcast_run(n->out[0], 3, x, f, NULL);
 }
-

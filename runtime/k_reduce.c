@@ -1,75 +1,718 @@
-/* k_reduce.c - placeholder kernels until the real ones land. */
-#include "runtime/taprt.h"
+/*
+ * k_reduce.c - reductions and normalizations: ReduceMean/Sum/Max/Min/Prod/
+ * SumSquare, ArgMax/ArgMin, Softmax/LogSoftmax, LayerNormalization and
+ * BatchNormalization.
+ *
+ * Needs: output dtypes, shapes and buffers set by tapc.  Reductions first
+ * merge neighbouring axes that are both reduced or both kept, then walk the
+ * input once in memory order, one contiguous row (the innermost merged
+ * axis) at a time: a reduced row folds into one output element, a kept row
+ * into a row of outputs.  The transformer hot paths (reduce, Softmax and
+ * LayerNormalization over the last axis, f32) are per-row loops written so
+ * the compiler vectorizes them: sums use 8 partial accumulators, and
+ * Softmax uses a polynomial expf that vectorizes (libm's does not).
+ *
+ * Types: reductions and Arg* take every integer and float type; Softmax,
+ * LayerNormalization and BatchNormalization take f32 and f64.
+ */
+#include <stdbool.h>
+#include <string.h>
+#include <tgmath.h>
+
+#include "runtime/internal.h"
+
+#define FLOAT_TYPES(X, ...)                                                  \
+	X(TAPRT_F32, float, __VA_ARGS__) X(TAPRT_F64, double, __VA_ARGS__)
+#define NUM_TYPES(X, ...)                                                    \
+	FLOAT_TYPES(X, __VA_ARGS__)                                          \
+	X(TAPRT_I8, int8_t, __VA_ARGS__) X(TAPRT_I16, int16_t, __VA_ARGS__)    \
+	X(TAPRT_I32, int32_t, __VA_ARGS__) X(TAPRT_I64, int64_t, __VA_ARGS__)  \
+	X(TAPRT_U8, uint8_t, __VA_ARGS__) X(TAPRT_U16, uint16_t, __VA_ARGS__)  \
+	X(TAPRT_U32, uint32_t, __VA_ARGS__) X(TAPRT_U64, uint64_t, __VA_ARGS__)
+
+static void
+bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)
+{
+	taprt_fail(cx, "node '%s' (%s): dtype %s not supported", n->name, op,
+	    taprt_dtype_name(dtype));
+}
+
+static inline const taprt_tensor *
+input(const taprt_node *n, int i)
+{
+	return i < n->nin ? n->in[i] : NULL;
+}
+
+static inline taprt_tensor *
+output(const taprt_node *n, int i)
+{
+	return i < n->nout ? n->out[i] : NULL;
+}
+
+static int64_t
+prod(const int64_t *d, int from, int to)
+{
+	int64_t p = 1;
+	for (int i = from; i < to; i++)
+		p *= d[i];
+	return p;
+}
+
+/* Sums with 8 independent accumulators, so -O3 vectorizes them without
+ * reassociating floating point behind our back. */
+static inline float
+sum_f32(const float *x, int64_t len)
+{
+	float acc[8] = {0};
+	int64_t i = 0;
+	for (; i + 8 <= len; i += 8)
+		for (int j = 0; j < 8; j++)
+			acc[j] += x[i + j];
+	float s = 0;
+	for (; i < len; i++)
+		s += x[i];
+	return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+	    ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* sum of (x - c)^2 */
+static inline float
+sumsq_f32(const float *x, int64_t len, float c)
+{
+	float acc[8] = {0};
+	int64_t i = 0;
+	for (; i + 8 <= len; i += 8)
+		for (int j = 0; j < 8; j++)
+			acc[j] += (x[i + j] - c) * (x[i + j] - c);
+	float s = 0;
+	for (; i < len; i++)
+		s += (x[i] - c) * (x[i] - c);
+	return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+	    ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static inline float
+max_f32(const float *x, int64_t len)
+{
+	float acc[8];
+	int64_t i = 0;
+	for (int j = 0; j < 8; j++)
+		acc[j] = -INFINITY;
+	for (; i + 8 <= len; i += 8)
+		for (int j = 0; j < 8; j++)
+			acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+	float m = -INFINITY;
+	for (; i < len; i++)
+		m = x[i] > m ? x[i] : m;
+	for (int j = 0; j < 8; j++)
+		m = acc[j] > m ? acc[j] : m;
+	return m;
+}
+
+/* Float bits; a ? b : c on bit masks, with no branch for GCC to thread
+ * (with -ftrapping-math it will not if-convert float code, and then the
+ * loop does not vectorize). */
+typedef union {
+	float f;
+	uint32_t u;
+	int32_t i;
+} fbits;
+
+static inline uint32_t
+sel(uint32_t mask, uint32_t a, uint32_t b)
+{
+	return (a & mask) | (b & ~mask);
+}
+
+/*
+ * e^x in f32 to about 2 ulp (Cephes' expf polynomial), branch-free so that
+ * loops over it vectorize: x = n ln2 + r, |r| <= ln2/2, e^x = 2^n p(r).
+ * Inputs are clamped to [-87.34, 88.38] on their bits; below, the result
+ * is 0 (no subnormals), above it is inf, NaN stays NaN.
+ */
+static inline float
+exp_f32(float x)
+{
+	fbits in = {x}, c, s, out;
+	uint32_t big = -(uint32_t)(in.i > 0x42b0c0a5);          /* x > 88.3762 */
+	uint32_t small = -(uint32_t)(in.u > 0xc2aeac50u);       /* x < -87.3365 */
+	uint32_t nan = -(uint32_t)((in.u & 0x7fffffffu) > 0x7f800000u);
+	c.u = sel(big, 0x42b0c0a5u, sel(small, 0xc2aeac50u, in.u));
+	/* round to nearest by the 1.5 * 2^23 trick (no libm call) */
+	float t = c.f * 1.44269504088896341f + 12582912.0f;
+	float fn = t - 12582912.0f;
+	float r = c.f - fn * 0.693359375f;
+	r = r + fn * 2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	s.i = ((int32_t)fn + 127) << 23;        /* 2^n, n in [-126, 127] */
+	out.f = p * s.f;
+	out.u = sel(nan, in.u | 0x00400000u, sel(big, 0x7f800000u, out.u & ~small));
+	return out.f;
+}
+
+/* --------------------------------------------------------------- Reduce* */
+
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ };
+
+/* The input as merged groups of axes: rows of len elements in memory
+ * order; ystep[g] is the output step of outer group g (0 if reduced). */
+typedef struct {
+	int ng;                         /* outer groups */
+	int64_t dim[TAPRT_MAX_RANK], ystep[TAPRT_MAX_RANK];
+	int64_t len;                    /* innermost group */
+	bool inner_reduced;
+	int64_t rows;
+	int64_t count;                  /* elements folded into each output */
+} rwalk;
+
+/* Output offset of the next row: advance the outer index vector. */
+static inline int64_t
+next_row(const rwalk *w, int64_t *idx, int64_t yo)
+{
+	for (int g = w->ng - 1; g >= 0; g--) {
+		yo += w->ystep[g];
+		if (++idx[g] < w->dim[g])
+			return yo;
+		yo -= w->ystep[g] * w->dim[g];
+		idx[g] = 0;
+	}
+	return yo;
+}
+
+/*
+ * A typed reduction.  Outputs start at the op's identity; each row folds
+ * in (FOLD(acc, v) combines, SQ squares for SumSquare).  Float rows of a
+ * sum go through sum_f32.
+ */
+#define REDUCE_T(D, T, ...)                                                  \
+	static void                                                          \
+	reduce_##D(const taprt_tensor *X, taprt_tensor *Y, int op, const rwalk *w, \
+	    T lowest, T highest)                                             \
+	{                                                                    \
+		const T *x = X->data;                                        \
+		T *y = Y->data;                                              \
+		T init = op == R_MAX ? lowest : op == R_MIN ? highest :      \
+		    op == R_PROD ? 1 : 0;                                    \
+		for (int64_t i = 0; i < Y->numel; i++)                       \
+			y[i] = init;                                         \
+		int64_t idx[TAPRT_MAX_RANK] = {0}, yo = 0, len = w->len;     \
+		for (int64_t row = 0; row < w->rows; row++, x += len) {      \
+			T *yr = y + yo;                                      \
+			if (w->inner_reduced) {                              \
+				T a = *yr;                                   \
+				switch (op) {                                \
+				case R_SUM: case R_MEAN:                     \
+					if (D == TAPRT_F32) {                \
+						a += (T)sum_f32((const float *)x, len); \
+						break;                       \
+					}                                    \
+					for (int64_t i = 0; i < len; i++)    \
+						a += x[i];                   \
+					break;                               \
+				case R_SUMSQ:                                \
+					for (int64_t i = 0; i < len; i++)    \
+						a += x[i] * x[i];            \
+					break;                               \
+				case R_PROD:                                 \
+					for (int64_t i = 0; i < len; i++)    \
+						a *= x[i];                   \
+					break;                               \
+				case R_MAX:                                  \
+					for (int64_t i = 0; i < len; i++)    \
+						a = x[i] > a ? x[i] : a;     \
+					break;                               \
+				case R_MIN:                                  \
+					for (int64_t i = 0; i < len; i++)    \
+						a = x[i] < a ? x[i] : a;     \
+					break;                               \
+				}                                            \
+				*yr = a;                                     \
+			} else {                                             \
+				switch (op) {                                \
+				case R_SUM: case R_MEAN:                     \
+					for (int64_t i = 0; i < len; i++)    \
+						yr[i] += x[i];               \
+					break;                               \
+				case R_SUMSQ:                                \
+					for (int64_t i = 0; i < len; i++)    \
+						yr[i] += x[i] * x[i];        \
+					break;                               \
+				case R_PROD:                                 \
+					for (int64_t i = 0; i < len; i++)    \
+						yr[i] *= x[i];               \
+					break;                               \
+				case R_MAX:                                  \
+					for (int64_t i = 0; i < len; i++)    \
+						yr[i] = x[i] > yr[i] ? x[i] : yr[i]; \
+					break;                               \
+				case R_MIN:                                  \
+					for (int64_t i = 0; i < len; i++)    \
+						yr[i] = x[i] < yr[i] ? x[i] : yr[i]; \
+					break;                               \
+				}                                            \
+			}                                                    \
+			yo = next_row(w, idx, yo);                           \
+		}                                                            \
+		if (op == R_MEAN && w->count > 0)                            \
+			for (int64_t i = 0; i < Y->numel; i++)               \
+				y[i] = (T)(y[i] / (T)w->count);              \
+	}
+NUM_TYPES(REDUCE_T, _)
+
+static void
+reduce(taprt_ctx *cx, const taprt_node *n, int op, const char *name)
+{
+	const taprt_tensor *X = n->in[0];
+	taprt_tensor *Y = n->out[0];
+	int rank = X->rank;
+	int64_t axes[TAPRT_MAX_RANK];
+	bool from_input = n->opset >= 18 || (op == R_SUM && n->opset >= 13);
+	int na = taprt_ints(n, from_input ? 1 : -1, "axes", axes, TAPRT_MAX_RANK);
+	bool red[TAPRT_MAX_RANK];
+	if (na > TAPRT_MAX_RANK) {
+		taprt_fail(cx, "node '%s' (%s): %d axes for rank %d", n->name, name, na, rank);
+		return;
+	}
+	if (na <= 0 && taprt_attr_int(n, "noop_with_empty_axes", 0)) {
+		if (X->numel)
+			memcpy(Y->data, X->data, (size_t)X->numel * taprt_dtype_size(X->dtype));
+		return;
+	}
+	for (int i = 0; i < rank; i++)
+		red[i] = na <= 0;
+	for (int i = 0; i < na; i++) {
+		int a = taprt_axis(axes[i], rank);
+		if (a < 0 || a >= rank) {
+			taprt_fail(cx, "node '%s' (%s): axis %lld out of range for rank %d",
+			    n->name, name, (long long)axes[i], rank);
+			return;
+		}
+		red[a] = true;
+	}
+
+	/* merge axes; size-1 axes vanish */
+	int64_t gdim[TAPRT_MAX_RANK];
+	bool gred[TAPRT_MAX_RANK];
+	int ng = 0;
+	rwalk w = {.count = 1};
+	for (int i = 0; i < rank; i++) {
+		if (red[i])
+			w.count *= X->dims[i];
+		if (X->dims[i] == 1)
+			continue;
+		if (ng > 0 && gred[ng - 1] == red[i]) {
+			gdim[ng - 1] *= X->dims[i];
+			continue;
+		}
+		gdim[ng] = X->dims[i];
+		gred[ng++] = red[i];
+	}
+	if (ng == 0) {
+		gdim[0] = 1;
+		gred[0] = false;
+		ng = 1;
+	}
+	w.ng = ng - 1;
+	w.len = gdim[ng - 1];
+	w.inner_reduced = gred[ng - 1];
+	w.rows = X->numel / (w.len ? w.len : 1);
+	if (X->numel == 0)
+		w.rows = 0;
+	int64_t ys = w.inner_reduced ? 1 : w.len;
+	for (int g = ng - 2; g >= 0; g--) {
+		w.dim[g] = gdim[g];
+		w.ystep[g] = gred[g] ? 0 : ys;
+		if (!gred[g])
+			ys *= gdim[g];
+	}
+
+	switch (X->dtype) {
+	case TAPRT_F32: reduce_TAPRT_F32(X, Y, op, &w, -INFINITY, INFINITY); return;
+	case TAPRT_F64: reduce_TAPRT_F64(X, Y, op, &w, -INFINITY, INFINITY); return;
+	case TAPRT_I8: reduce_TAPRT_I8(X, Y, op, &w, INT8_MIN, INT8_MAX); return;
+	case TAPRT_I16: reduce_TAPRT_I16(X, Y, op, &w, INT16_MIN, INT16_MAX); return;
+	case TAPRT_I32: reduce_TAPRT_I32(X, Y, op, &w, INT32_MIN, INT32_MAX); return;
+	case TAPRT_I64: reduce_TAPRT_I64(X, Y, op, &w, INT64_MIN, INT64_MAX); return;
+	case TAPRT_U8: reduce_TAPRT_U8(X, Y, op, &w, 0, UINT8_MAX); return;
+	case TAPRT_U16: reduce_TAPRT_U16(X, Y, op, &w, 0, UINT16_MAX); return;
+	case TAPRT_U32: reduce_TAPRT_U32(X, Y, op, &w, 0, UINT32_MAX); return;
+	case TAPRT_U64: reduce_TAPRT_U64(X, Y, op, &w, 0, UINT64_MAX); return;
+	}
+	bad_dtype(cx, n, name, X->dtype);
+}
 
 void
 taprt_op_ReduceMean(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	reduce(cx, n, R_MEAN, "ReduceMean");
 }
 
 void
 taprt_op_ReduceSum(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	reduce(cx, n, R_SUM, "ReduceSum");
 }
 
 void
 taprt_op_ReduceMax(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	reduce(cx, n, R_MAX, "ReduceMax");
 }
 
 void
 taprt_op_ReduceMin(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	reduce(cx, n, R_MIN, "ReduceMin");
 }
 
 void
 taprt_op_ReduceProd(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	reduce(cx, n, R_PROD, "ReduceProd");
 }
 
 void
 taprt_op_ReduceSumSquare(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	reduce(cx, n, R_SUMSQ, "ReduceSumSquare");
+}
+
+/* --------------------------------------------------------- ArgMax/ArgMin */
+
+/* Index of the best element along the axis: x viewed as [outer, len,
+ * inner].  Ties keep the first index unless select_last_index. */
+#define ARG_T(D, T, ...)                                                     \
+	static void                                                          \
+	arg_##D(const void *xv, int64_t *y, int64_t outer, int64_t len,     \
+	    int64_t inner, bool max, bool last)                              \
+	{                                                                    \
+		const T *x = xv;                                             \
+		for (int64_t o = 0; o < outer; o++, x += len * inner)        \
+			for (int64_t j = 0; j < inner; j++) {                \
+				T best = x[j];                               \
+				int64_t bi = 0;                              \
+				for (int64_t k = 1; k < len; k++) {          \
+					T v = x[k * inner + j];              \
+					bool take = max ? v > best : v < best; \
+					if (take || (last && v == best)) {   \
+						best = v;                    \
+						bi = k;                      \
+					}                                    \
+				}                                            \
+				y[o * inner + j] = bi;                       \
+			}                                                    \
+	}
+NUM_TYPES(ARG_T, _)
+
+#define ARG_CASE(D, T, ...) case D: arg_##D(X->data, y, outer, len, inner, max, last); return;
+
+static void
+arg(taprt_ctx *cx, const taprt_node *n, bool max, const char *name)
+{
+	const taprt_tensor *X = n->in[0];
+	int64_t *y = n->out[0]->data;
+	int axis = taprt_axis(taprt_attr_int(n, "axis", 0), X->rank);
+	bool last = taprt_attr_int(n, "select_last_index", 0) != 0;
+	if (axis < 0 || axis >= (X->rank ? X->rank : 1)) {
+		taprt_fail(cx, "node '%s' (%s): axis out of range for rank %d", n->name, name,
+		    X->rank);
+		return;
+	}
+	int64_t outer = prod(X->dims, 0, axis);
+	int64_t len = X->rank ? X->dims[axis] : 1;
+	int64_t inner = X->rank ? prod(X->dims, axis + 1, X->rank) : 1;
+	if (len == 0 || X->numel == 0)
+		return;
+	switch (X->dtype) {
+	NUM_TYPES(ARG_CASE, _)
+	}
+	bad_dtype(cx, n, name, X->dtype);
 }
 
 void
 taprt_op_ArgMax(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	arg(cx, n, true, "ArgMax");
 }
 
 void
 taprt_op_ArgMin(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	arg(cx, n, false, "ArgMin");
+}
+
+/* ---------------------------------------------------- Softmax/LogSoftmax */
+
+/* One contiguous f32 row: the hot path (attention scores). */
+static void
+softmax_row_f32(const float *x, float *y, int64_t len, bool logsm)
+{
+	float m = max_f32(x, len);
+	for (int64_t i = 0; i < len; i++)
+		y[i] = exp_f32(x[i] - m);
+	float s = sum_f32(y, len);
+	if (logsm) {
+		/* (x - m) is exact near the max; m + log(s) would round */
+		float ls = logf(s);
+		for (int64_t i = 0; i < len; i++)
+			y[i] = (x[i] - m) - ls;
+	} else {
+		float r = 1.0f / s;
+		for (int64_t i = 0; i < len; i++)
+			y[i] *= r;
+	}
+}
+
+/* Any float type along a strided axis: x viewed as [outer, len, inner]. */
+#define SOFTMAX_T(D, T, ...)                                                 \
+	static void                                                          \
+	softmax_##D(const void *xv, void *yv, int64_t outer, int64_t len,   \
+	    int64_t inner, bool logsm)                                       \
+	{                                                                    \
+		const T *x = xv;                                             \
+		T *y = yv;                                                   \
+		for (int64_t o = 0; o < outer; o++, x += len * inner, y += len * inner) \
+			for (int64_t j = 0; j < inner; j++) {                \
+				T m = -INFINITY, s = 0;                      \
+				for (int64_t k = 0; k < len; k++)            \
+					m = x[k * inner + j] > m ? x[k * inner + j] : m; \
+				for (int64_t k = 0; k < len; k++)            \
+					s += exp(x[k * inner + j] - m);      \
+				T ls = log(s);                               \
+				for (int64_t k = 0; k < len; k++)            \
+					y[k * inner + j] = logsm ? (x[k * inner + j] - m) - ls : \
+					    exp(x[k * inner + j] - m) / s;   \
+			}                                                    \
+	}
+FLOAT_TYPES(SOFTMAX_T, _)
+
+static void
+softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
+{
+	const taprt_tensor *X = n->in[0];
+	int r = X->rank;
+	int64_t outer, len, inner;
+	int axis = taprt_axis(taprt_attr_int(n, "axis", n->opset >= 13 ? -1 : 1), r);
+	if (r == 0) {
+		outer = len = inner = 1;
+	} else if (axis < 0 || axis >= r) {
+		taprt_fail(cx, "node '%s' (%s): axis out of range for rank %d", n->name, name, r);
+		return;
+	} else if (n->opset < 13) {     /* coerced to 2-D at axis */
+		outer = prod(X->dims, 0, axis);
+		len = prod(X->dims, axis, r);
+		inner = 1;
+	} else {
+		outer = prod(X->dims, 0, axis);
+		len = X->dims[axis];
+		inner = prod(X->dims, axis + 1, r);
+	}
+	if (X->numel == 0)
+		return;
+	if (X->dtype == TAPRT_F32 && inner == 1) {
+		const float *x = X->data;
+		float *y = n->out[0]->data;
+		for (int64_t o = 0; o < outer; o++)
+			softmax_row_f32(x + o * len, y + o * len, len, logsm);
+		return;
+	}
+	switch (X->dtype) {
+	case TAPRT_F32:
+		softmax_TAPRT_F32(X->data, n->out[0]->data, outer, len, inner, logsm);
+		return;
+	case TAPRT_F64:
+		softmax_TAPRT_F64(X->data, n->out[0]->data, outer, len, inner, logsm);
+		return;
+	}
+	bad_dtype(cx, n, name, X->dtype);
 }
 
 void
 taprt_op_Softmax(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	softmax(cx, n, false, "Softmax");
 }
 
 void
 taprt_op_LogSoftmax(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	softmax(cx, n, true, "LogSoftmax");
+}
+
+/* ----------------------------------------------------- normalizations */
+
+/* Element i of a float tensor (f32 or f64) as a double. */
+static inline double
+ldf(const taprt_tensor *t, int64_t i)
+{
+	return t->dtype == TAPRT_F64 ? ((const double *)t->data)[i] :
+	    ((const float *)t->data)[i];
+}
+
+static inline void
+stf(taprt_tensor *t, int64_t i, double v)
+{
+	if (t->dtype == TAPRT_F64)
+		((double *)t->data)[i] = v;
+	else
+		((float *)t->data)[i] = (float)v;
+}
+
+static bool
+is_float(const taprt_tensor *t)
+{
+	return t->dtype == TAPRT_F32 || t->dtype == TAPRT_F64;
+}
+
+/* LayerNormalization over rows of len, any float type, Scale/B repeating
+ * with period ns/nb (they broadcast as a suffix of the row). */
+static void
+layernorm_generic(const taprt_tensor *X, const taprt_tensor *S, const taprt_tensor *B,
+    taprt_tensor *Y, taprt_tensor *M, taprt_tensor *IS, int64_t outer, int64_t len,
+    double eps)
+{
+	int64_t ns = S->numel, nb = B ? B->numel : 1;
+	for (int64_t o = 0; o < outer; o++) {
+		int64_t base = o * len;
+		double mean = 0, var = 0;
+		for (int64_t i = 0; i < len; i++)
+			mean += ldf(X, base + i);
+		mean /= (double)len;
+		for (int64_t i = 0; i < len; i++) {
+			double d = ldf(X, base + i) - mean;
+			var += d * d;
+		}
+		var /= (double)len;
+		double inv = 1 / sqrt(var + eps);
+		for (int64_t i = 0; i < len; i++) {
+			double v = (ldf(X, base + i) - mean) * inv * ldf(S, i % ns);
+			if (B)
+				v += ldf(B, i % nb);
+			stf(Y, base + i, v);
+		}
+		if (M)
+			stf(M, o, mean);
+		if (IS)
+			stf(IS, o, inv);
+	}
 }
 
 void
 taprt_op_LayerNormalization(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const taprt_tensor *X = n->in[0], *S = n->in[1], *B = input(n, 2);
+	taprt_tensor *Y = n->out[0], *M = output(n, 1), *IS = output(n, 2);
+	int r = X->rank;
+	int axis = taprt_axis(taprt_attr_int(n, "axis", -1), r);
+	double eps = taprt_attr_float(n, "epsilon", 1e-5f);
+	if (axis < 0 || axis >= r) {
+		taprt_fail(cx, "node '%s' (LayerNormalization): axis out of range for rank %d",
+		    n->name, r);
+		return;
+	}
+	int64_t outer = prod(X->dims, 0, axis), len = prod(X->dims, axis, r);
+	if (!is_float(X) || !is_float(S) || (B && !is_float(B)) || (M && !is_float(M)) ||
+	    (IS && !is_float(IS))) {
+		bad_dtype(cx, n, "LayerNormalization", X->dtype);
+		return;
+	}
+	if (!len || !outer)
+		return;
+	if (!S->numel || len % S->numel || (B && (!B->numel || len % B->numel))) {
+		taprt_fail(cx, "node '%s' (LayerNormalization): Scale/B do not broadcast to "
+		    "the %lld normalized elements", n->name, (long long)len);
+		return;
+	}
+	bool fast = X->dtype == TAPRT_F32 && S->dtype == TAPRT_F32 && S->numel == len &&
+	    (!B || (B->dtype == TAPRT_F32 && B->numel == len)) &&
+	    (!M || M->dtype == TAPRT_F32) && (!IS || IS->dtype == TAPRT_F32);
+	if (!fast) {
+		layernorm_generic(X, S, B, Y, M, IS, outer, len, eps);
+		return;
+	}
+	const float *x = X->data, *s = S->data, *b = B ? B->data : NULL;
+	float *y = Y->data;
+	float rlen = 1.0f / (float)len;
+	for (int64_t o = 0; o < outer; o++, x += len, y += len) {
+		float mean = sum_f32(x, len) * rlen;
+		float var = sumsq_f32(x, len, mean) * rlen;
+		float inv = 1.0f / sqrtf(var + (float)eps);
+		if (b)
+			for (int64_t i = 0; i < len; i++)
+				y[i] = (x[i] - mean) * inv * s[i] + b[i];
+		else
+			for (int64_t i = 0; i < len; i++)
+				y[i] = (x[i] - mean) * inv * s[i];
+		if (M)
+			((float *)M->data)[o] = mean;
+		if (IS)
+			((float *)IS->data)[o] = inv;
+	}
 }
 
+/*
+ * BatchNormalization, per channel c = dim 1: y = a_c x + b_c with
+ * a_c = scale/sqrt(var+eps), b_c = B - mean a_c.  With training_mode=1
+ * (opset 14+) mean and var are the batch's (population variance), and
+ * outputs 1 and 2 are the running statistics blended with momentum.
+ */
 void
 taprt_op_BatchNormalization(taprt_ctx *cx, const taprt_node *n)
 {
-	(void)cx; (void)n;
+	const taprt_tensor *X = n->in[0], *S = n->in[1], *B = n->in[2];
+	const taprt_tensor *Mu = n->in[3], *Var = n->in[4];
+	taprt_tensor *Y = n->out[0];
+	double eps = taprt_attr_float(n, "epsilon", 1e-5f);
+	bool train = n->opset >= 14 && taprt_attr_int(n, "training_mode", 0);
+	double mom = taprt_attr_float(n, "momentum", 0.9f);
+	if (!is_float(X) || !is_float(S) || !is_float(B) || !is_float(Mu) || !is_float(Var)) {
+		bad_dtype(cx, n, "BatchNormalization", X->dtype);
+		return;
+	}
+	int64_t N = X->rank > 0 ? X->dims[0] : 1, C = X->rank > 1 ? X->dims[1] : 1;
+	int64_t inner = X->rank > 2 ? prod(X->dims, 2, X->rank) : 1;
+	for (int64_t c = 0; c < C; c++) {
+		double mean = ldf(Mu, c), var = ldf(Var, c);
+		if (train) {
+			double sm = 0, sv = 0, cnt = (double)(N * inner);
+			for (int64_t b = 0; b < N; b++)
+				for (int64_t i = 0; i < inner; i++)
+					sm += ldf(X, (b * C + c) * inner + i);
+			sm /= cnt;
+			for (int64_t b = 0; b < N; b++)
+				for (int64_t i = 0; i < inner; i++) {
+					double d = ldf(X, (b * C + c) * inner + i) - sm;
+					sv += d * d;
+				}
+			sv /= cnt;
+			taprt_tensor *rm = output(n, 1), *rv = output(n, 2);
+			if (rm && is_float(rm))
+				stf(rm, c, mean * mom + sm * (1 - mom));
+			if (rv && is_float(rv))
+				stf(rv, c, var * mom + sv * (1 - mom));
+			mean = sm;
+			var = sv;
+		}
+		double a = ldf(S, c) / sqrt(var + eps), sh = ldf(B, c) - mean * a;
+		for (int64_t b = 0; b < N; b++) {
+			int64_t off = (b * C + c) * inner;
+			if (X->dtype == TAPRT_F32) {
+				const float *x = (const float *)X->data + off;
+				float *y = (float *)Y->data + off, fa = (float)a, fb = (float)sh;
+				for (int64_t i = 0; i < inner; i++)
+					y[i] = x[i] * fa + fb;
+			} else {
+				const double *x = (const double *)X->data + off;
+				double *y = (double *)Y->data + off;
+				for (int64_t i = 0; i < inner; i++)
+					y[i] = x[i] * a + sh;
+			}
+		}
+	}
 }
-

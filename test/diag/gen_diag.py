@@ -211,10 +211,17 @@ def cases_file():
     m = make_model(tiny_graph(), opset=None)
     m.opset_import.extend([helper.make_opsetid("ai.onnx.ml", 3)])
     case("only_ml_opset", m, "no opset_import for the default ONNX domain")
-    case("opset_too_old", make_model(tiny_graph(), opset=6),
-         "opset 6 is not supported (tapc reads opsets 7 to 18)")
+    case("opset_too_old", make_model(tiny_graph(), opset=0),
+         "opset 0 is not supported (tapc reads opsets 1 to 18)")
     case("opset_too_new", make_model(tiny_graph(), opset=19),
-         "opset 19 is not supported (tapc reads opsets 7 to 18)")
+         "opset 19 is not supported (tapc reads opsets 1 to 18)")
+    legacy = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"], name="add", broadcast=1)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    case("legacy_broadcast", make_model(legacy, opset=6),
+         "node 'add' (Add): attribute 'broadcast' asks for the broadcasting of opsets before 7, "
+         "which tapc does not support")
 
     m = onnx.ModelProto()
     m.ir_version = 8
