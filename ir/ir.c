@@ -521,11 +521,14 @@ ir_value(Graph *g, TensorId id)
 		return t->value;
 	if (t->rank < 0 || ir_numel(t) > IR_EVAL_MAX_ELEMS)
 		return NULL;
+	/* shapes need integers and the odd float scalar (Range's start); bigger
+	 * floating-point weights are parameters, never read at compile time */
 	bool integral = t->dtype != DT_F32 && t->dtype != DT_F64 && t->dtype != DT_F16 &&
 	    t->dtype != DT_BF16;
 	if (t->data == DATA_INLINE)
 		t->value = t->bytes;
-	else if (t->data == DATA_FILE && integral && t->length == ir_nbytes(t))
+	else if (t->data == DATA_FILE && (integral || ir_numel(t) <= 16) &&
+	    t->length == ir_nbytes(t))
 		t->value = read_file_bytes(g, t);
 	return t->value;
 }

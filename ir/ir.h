@@ -257,9 +257,10 @@ _Noreturn void die_at(const char *file, int line, const char *fmt, ...)
 bool ir_infer_node(Graph *g, NodeId n);
 bool ir_infer_all(Graph *g);            /* every node in order */
 bool ir_eval_node(Graph *g, NodeId n);  /* true if it set the outputs' values */
-/* The contents of t if known: inline bytes, a small integer weight read
- * from its file (cached; shape constants), or an evaluated value.  NULL if
- * unknown, too large, or a floating-point weight (never needed to plan). */
+/* The contents of t if known: inline bytes, a small integer weight (or a
+ * float one of at most 16 elements) read from its file and cached, or an
+ * evaluated value.  NULL if unknown or too large: floating-point
+ * parameters are never read to plan. */
 const void *ir_value(Graph *g, TensorId t);
 #define IR_EVAL_MAX_ELEMS 65536         /* larger results are left to run time */
 
