@@ -14,7 +14,7 @@
 
 FILE *diag_stream;
 int diag_count;
-char diag_last[1024];
+char diag_last[1536];
 
 static void
 emit(const char *prefix, const char *fmt, va_list ap)

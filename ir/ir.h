@@ -234,7 +234,7 @@ char *ir_typestr(const Tensor *t, char *buf);
  */
 extern FILE *diag_stream;
 extern int diag_count;
-extern char diag_last[1024];
+extern char diag_last[1536];
 
 void diag_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void diag_file(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
