@@ -75,9 +75,10 @@ void taprt_unmap_files(void);
 
 /* The threads backend's shared state (comm_threads.c): one world per
  * process, one handle per rank thread. */
-taprt_comm *taprt_threads_world(int nranks);
-taprt_comm *taprt_threads_rank(taprt_comm *world, int rank);
-void taprt_threads_free(taprt_comm *world);
+taprt_comm *taprt_threads_world(int nranks);                /* NULL on bad nranks / no memory */
+taprt_comm *taprt_threads_rank(taprt_comm *world, int rank); /* cx->comm for rank */
+void taprt_threads_abort(taprt_comm *world);                 /* wake blocked ranks; later calls fail */
+void taprt_threads_free(taprt_comm *world);                  /* after every rank thread is joined */
 
 /* BLAS threads per rank (set by taprt_main). */
 void taprt_blas_threads(int n);

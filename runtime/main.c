@@ -101,9 +101,12 @@ rank_main(void *arg)
 		rc = rp->run(&cx);
 	a->ms = now_ms() - t0;
 done:
-	if (rc != 0)
+	if (rc != 0) {
 		snprintf(a->error, sizeof a->error, "rank %d: %s", a->rank,
 		    cx.error[0] ? cx.error : "failed");
+		if (a->world) /* the others may wait on us: wake them with an error */
+			taprt_threads_abort(a->world);
+	}
 	free(cx.arena);
 	free(cx.weights);
 	return NULL;
