@@ -40,6 +40,41 @@ kind_name(TensorKind k)
 	}
 }
 
+/* What TAP's pruning did: ops before and after, GraphNodes, templates. */
+static void
+put_pruning(FILE *f, Graph *g)
+{
+	int live = 0;
+	for (NodeId n = 0; n < g->nnodes; n++)
+		live += !g->nodes[n].dead;
+	fprintf(f, "  \"pruning\": {\"ops_loaded\": %d, \"ops\": %d, \"graphnodes\": %d, \"stripped\": {",
+	    g->ops_loaded, live, g->ngroups);
+	bool first = true;
+	for (int op = 0; op < OP_COUNT; op++)
+		if (g->stripped[op]) {
+			fprintf(f, "%s\"%s\": %d", first ? "" : ", ", ir_op_name((Op)op), g->stripped[op]);
+			first = false;
+		}
+	fprintf(f, "}, \"dead\": %d,\n    \"templates\": [", g->stripped_dead);
+	for (int t = 0; t < g->ntemplates; t++) {
+		Template *tp = &g->templates[t];
+		fprintf(f, "%s\n      {\"id\": %d, \"name\": ", t ? "," : "", t);
+		put_str(f, tp->name);
+		fprintf(f, ", \"graphnodes\": %d, \"instances\": [", tp->ngroups);
+		for (int i = 0; i < tp->ninstances; i++) {
+			const GraphNode *gn = &g->groups[tp->inst[i * tp->ngroups]];
+			fprintf(f, "%s\n        {\"first_op\": ", i ? "," : "");
+			put_str(f, gn->nnodes ? g->nodes[gn->nodes[0]].name : "");
+			fputs(", \"graphnodes\": [", f);
+			for (int k = 0; k < tp->ngroups; k++)
+				fprintf(f, "%s%d", k ? ", " : "", tp->inst[i * tp->ngroups + k]);
+			fputs("]}", f);
+		}
+		fputs("]}", f);
+	}
+	fputs(g->ntemplates ? "\n    ]},\n" : "]},\n", f);
+}
+
 void
 emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 {
@@ -70,6 +105,7 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
 	    "\"activation_bytes\": %lld},\n", (long long)flops, (long long)bytes, (long long)wbytes,
 	    (long long)mp->arena_bytes);
+	put_pruning(f, g);
 	fputs("  \"tensors\": [\n", f);
 	int *num = ir_print_numbers(g);
 	bool first = true;

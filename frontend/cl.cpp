@@ -45,6 +45,8 @@ static cl::opt<long long> Batch("batch", cl::desc("Specialize the batch dimensio
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
 static cl::opt<long long> MaxModelSize("max-model-size", cl::desc("Refuse model files larger than this many bytes (default 2 GiB)"),
     cl::value_desc("bytes"), cl::init(0), cl::cat(Cat));
+static cl::opt<int> MinDuplicate("min-duplicate", cl::desc("fold-scopes: a block must repeat at least N times to become a template (default 2)"),
+    cl::value_desc("N"), cl::init(2), cl::cat(Cat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(Cat));
 
 static std::string
@@ -88,6 +90,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->batch = Batch;
 	o->max_model_size = MaxModelSize;
 	o->list_passes = ListPasses;
+	o->min_duplicate = MinDuplicate;
 	o->md = MD || !MF.empty();
 	o->mf = MF.c_str();
 	return true;

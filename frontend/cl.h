@@ -30,6 +30,7 @@ typedef struct {
 	int64_t batch;                  /* 0 = as the model says */
 	int64_t max_model_size;
 	bool list_passes;
+	int min_duplicate;              /* -min-duplicate=N */
 	bool md;                        /* -MD or -MF */
 	const char *mf;                 /* -MF FILE, "" for the default */
 } TapcOptions;

@@ -802,6 +802,7 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 		return false;
 	}
 	ir_reindex(g);
+	g->ops_loaded = g->nnodes;
 	return ir_infer_all(g);
 }
 

@@ -228,7 +228,11 @@ main(int argc, char **argv)
 		return 0;
 	}
 
-	PassCtx cx = {.batch = o.batch};
+	PassCtx cx = {.batch = o.batch, .min_duplicate = o.min_duplicate};
+	if (o.min_duplicate < 2) {
+		diag_error("-min-duplicate=%d: a block must repeat at least twice", o.min_duplicate);
+		return 1;
+	}
 	const char *pipeline = *o.passes ? o.passes : PASS_DEFAULT_PIPELINE;
 	bool ok = pass_check_pipeline(pipeline, "-passes") &
 	    pass_check_pipeline(o.print_before, "-print-before") &

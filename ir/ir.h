@@ -154,11 +154,21 @@ typedef struct {
 /* --------------------------------------------------------------- graph */
 
 typedef struct {
-	const char *name;               /* GraphNode name (longest common scope) */
+	const char *name;               /* GraphNode name (its ops' common scope) */
 	int nnodes;
 	NodeId *nodes;                  /* member ops in topological order */
 	int tmpl;                       /* shared-subgraph template, IR_NONE if none */
 } GraphNode;
+
+/* A shared subgraph (TAP §IV-C): a block of GraphNodes that repeats.  The
+ * k-th GraphNode of every instance plays the same role, so a plan derived
+ * for the template applies to each instance position by position. */
+typedef struct {
+	const char *name;               /* the instances' scope pattern ("/h.#"), or "" */
+	int ngroups;                    /* GraphNodes per instance */
+	int ninstances;
+	int *inst;                      /* [ninstances][ngroups] GraphNode ids */
+} Template;
 
 typedef struct {
 	int rows, cols;                 /* device mesh rows x cols (nodes x devices) */
@@ -186,6 +196,11 @@ typedef struct Graph {
 
 	int ngroups;
 	GraphNode *groups;              /* TAP GraphNodes, empty before grouping */
+	int ntemplates;
+	Template *templates;            /* shared subgraphs, empty before fold-scopes */
+	int stripped[OP_COUNT];         /* nodes strip-aux removed, per op (plan.json) */
+	int stripped_dead;              /* ... of which dead (no user) */
+	int ops_loaded;                 /* node count as loaded, before any pass */
 
 	Mesh mesh;
 

@@ -239,7 +239,7 @@ put_node(Printer *pr, NodeId id)
 			fputs(ir_typestr(&g->tensors[n->out[i]], ty), f);
 	}
 	if (n->group != IR_NONE)
-		fprintf(f, " group=%d", n->group);
+		fprintf(f, " gn=%d", n->group);
 	if (n->stage != IR_NONE)
 		fprintf(f, " stage=%d", n->stage);
 	fclose(f);
@@ -302,6 +302,17 @@ print_graph(FILE *f, Graph *g)
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (!g->nodes[n].dead)
 			put_node(&pr, n);
+	for (int t = 0; t < g->ntemplates; t++) {
+		Template *tp = &g->templates[t];
+		fprintf(f, "  template %d ", t);
+		put_quoted(f, tp->name);
+		fprintf(f, " graphnodes=%d instances=%d", tp->ngroups, tp->ninstances);
+		for (int i = 0; i < tp->ninstances; i++)
+			for (int k = 0; k < tp->ngroups; k++)
+				fprintf(f, "%s%d%s", k ? "," : " [", tp->inst[i * tp->ngroups + k],
+				    k == tp->ngroups - 1 ? "]" : "");
+		fputc('\n', f);
+	}
 	for (int i = 0; i < g->noutputs; i++) /* a folded output */
 		if (pr.num[g->outputs[i]] < 0 && g->tensors[g->outputs[i]].kind == TK_CONST)
 			put_source(&pr, g->outputs[i]);

@@ -784,7 +784,7 @@ parse_comment(Reader *r)
 	return ir_strdup(&r->g->arena, r->str.p);
 }
 
-/* "%5, _ = Split %4 {axis=2} : f32[2], _ group=1 stage=0   # name";
+/* "%5, _ = Split %4 {axis=2} : f32[2], _ gn=1 stage=0   # name";
  * the outputs are already in r->outs. */
 static void
 parse_node(Reader *r, const char *opname)
@@ -834,9 +834,9 @@ parse_node(Reader *r, const char *opname)
 	if (peek(r, ','))
 		error(r, "expected %d output types, found more", nout);
 	Node *n = &g->nodes[node];
-	if (consume_word(r, "group")) {
+	if (consume_word(r, "gn")) {
 		expect(r, "=");
-		n->group = (int)parse_int(r, "group", 0, MAX_GROUPS - 1);
+		n->group = (int)parse_int(r, "GraphNode", 0, MAX_GROUPS - 1);
 	}
 	if (consume_word(r, "stage")) {
 		expect(r, "=");
@@ -884,6 +884,64 @@ parse_assign(Reader *r)
 			return;
 		}
 	parse_node(r, word);
+}
+
+/* 'template 0 "/h.#" graphnodes=3 instances=2 [3,4,5] [6,7,8]': a shared
+ * subgraph; it follows the node lines, so the GraphNodes are known. */
+static void
+parse_template(Reader *r)
+{
+	Graph *g = r->g;
+	skip_space(r);
+	int id = small_int(r, "template number");
+	if (id != g->ntemplates)
+		error(r, "template %d out of order (expected %d)", id, g->ntemplates);
+	skip_space(r);
+	const char *name = parse_string(r, "template name");
+	skip_space(r);
+	expect(r, "graphnodes=");
+	int ng = (int)parse_int(r, "GraphNode count", 1, 1 << 20);
+	skip_space(r);
+	expect(r, "instances=");
+	int ni = (int)parse_int(r, "instance count", 1, 1 << 20);
+	if ((int64_t)ng * ni > (1 << 24))
+		error(r, "template %d is too large", id);
+	int have = 0;
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (g->nodes[n].group >= have)
+			have = g->nodes[n].group + 1;
+	int *inst = ir_alloc(&g->arena, sizeof *inst * ng * ni);
+	bool *used = calloc(have + 1, 1);
+	for (int t = 0; t < g->ntemplates; t++)
+		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
+			used[g->templates[t].inst[i]] = true;
+	for (int i = 0; i < ni; i++) {
+		skip_space(r);
+		expect(r, "[");
+		for (int k = 0; k < ng; k++) {
+			if (k)
+				expect(r, ",");
+			int gn = (int)parse_int(r, "GraphNode", 0, 1 << 20);
+			if (gn >= have || used[gn]) {
+				free(used);
+				error(r, gn >= have ? "GraphNode %d does not exist" :
+				    "GraphNode %d is in two templates", gn);
+			}
+			used[gn] = true;
+			inst[i * ng + k] = gn;
+		}
+		expect(r, "]");
+	}
+	free(used);
+	skip_space(r);
+	if (!at_end(r))
+		error(r, "expected end of line, found %s", found(r));
+	Template *t = ir_alloc(&g->arena, sizeof *t * (g->ntemplates + 1));
+	if (g->ntemplates)
+		memcpy(t, g->templates, sizeof *t * g->ntemplates);
+	t[g->ntemplates] = (Template){name, ng, ni, inst};
+	g->templates = t;
+	g->ntemplates++;
 }
 
 /* "output %41 "logits"": the name is the graph output's. */
@@ -952,7 +1010,7 @@ parse_header(Reader *r)
 	}
 }
 
-/* GraphNodes from the nodes' group= annotations; the printer keeps only the
+/* GraphNodes from the nodes' gn= annotations; the printer keeps only the
  * membership, so names are empty and there are no templates. */
 static void
 rebuild_groups(Graph *g)
@@ -976,9 +1034,14 @@ rebuild_groups(Graph *g)
 	}
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		GraphNode *gn = g->nodes[n].group >= 0 ? &g->groups[g->nodes[n].group] : NULL;
+		if (gn && !gn->nnodes++)
+			gn->name = g->nodes[n].name; /* as graph-nodes names it */
 		if (gn)
-			gn->nodes[gn->nnodes++] = n;
+			gn->nodes[gn->nnodes - 1] = n;
 	}
+	for (int t = 0; t < g->ntemplates; t++)
+		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
+			g->groups[g->templates[t].inst[i]].tmpl = t;
 }
 
 static void
@@ -1002,6 +1065,8 @@ parse(Reader *r, const char *text, size_t len)
 			header = true;
 		} else if (consume_word(r, "output")) {
 			parse_output(r);
+		} else if (consume_word(r, "template")) {
+			parse_template(r);
 		} else {
 			parse_assign(r);
 		}
@@ -1034,6 +1099,7 @@ ir_read(const char *text, size_t len, const char *path)
 		parse(r, text ? text : "", text ? len : 0);
 		rebuild_groups(r->g);
 		ir_reindex(r->g);
+		r->g->ops_loaded = r->g->nnodes;
 	}
 	Graph *g = r->g;
 	free(r->keys);

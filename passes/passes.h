@@ -34,7 +34,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

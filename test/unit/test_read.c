@@ -252,7 +252,7 @@ test_read_structure(void)
 	    "  %0 = input \"x\" f32[2,3]\n"
 	    "  %1 = weight \"w\" f32[3,4] @\"w x.bin\"+0x10\n"
 	    "  %2 = const i64[2] = [2,-4]\n"
-	    "  %3 = MatMul %0, %1 : f32[2,4] group=5   # /mm\n"
+	    "  %3 = MatMul %0, %1 : f32[2,4] gn=5   # /mm\n"
 	    "  %4, _ = Split %3 {axis=1 scale=0.5 mode=\"a\\\"b\" l=[1,2] fl=[1.0,2] s=[\"p\",\"q\"] e=ints[]} : f32[2,2], _\n"
 	    "  %5 = Reshape %4, %2 : f32[2,2] stage=1\n"
 	    "  output %5 \"y\"\n";
@@ -451,8 +451,8 @@ static const struct {
 	    "line 3: expected attribute name, found ':'"},
 	{"graph \"g\"\n%0 = input \"x\" f32[1]\n%1 = Neg %0 {a=%0} : f32[1]\n",
 	    "line 3: attribute 'a' needs a const or weight defined on an earlier line, found %0"},
-	{"graph \"g\"\n%0 = input \"x\" f32[1]\n%1 = Neg %0 : f32[1] group=-1\n",
-	    "line 3: group -1 out of range [0, 1048575]"},
+	{"graph \"g\"\n%0 = input \"x\" f32[1]\n%1 = Neg %0 : f32[1] gn=-1\n",
+	    "line 3: GraphNode -1 out of range [0, 1048575]"},
 	{"graph \"g\"\n%0 = input \"x\" f32[1]\n%1 = Neg %0 : f32[1]  # a\\tb\n",
 	    "line 3: unknown escape '\\t' in node name"},
 	{"graph \"g\"\n%0 = input \"x\" f32[1]\noutput %0 \"y\"\n",

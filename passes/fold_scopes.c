@@ -1,0 +1,446 @@
+/*
+ * fold_scopes.c - find shared subgraphs: repeated blocks of GraphNodes
+ * (TAP §IV-C, Algorithm 1).
+ *
+ * Needs: graph-nodes.  Guarantees: Graph.templates lists each repeated
+ * block once, with its instances in graph order and, for each, its
+ * GraphNodes in template order (position k plays the same role in every
+ * instance); GraphNode.tmpl marks the GraphNodes that belong to one.
+ *
+ * Two blocks are instances of one template when their canonical hash is
+ * equal: the hash of their ops in topological order, each with its
+ * operator, attributes, output types, and inputs described by role (an op
+ * inside the block by its position, a weight or constant by type and
+ * value for small constants, anything else from outside by order of first
+ * use and type).  Shapes are part of it, so instances of a template can
+ * always share its plan.
+ *
+ * With names (torch exports scope them: "/h.0/attn/c_attn/MatMul"), blocks
+ * are the GraphNodes under one scope prefix, tried from the shallowest
+ * depth down, so the largest repeated blocks are found first (Algorithm 1
+ * walks the depths the other way and keeps going while blocks repeat; it
+ * ends at the same largest blocks).  Deeper levels then find repeats
+ * outside those.  Without usable names, the GraphNodes' own hashes along
+ * the topological order are searched for tandem repeats: a period p that
+ * maps the sequence onto itself k >= -min-duplicate times.  Either way,
+ * instances need at least two GraphNodes; a repeated single op is not a
+ * block worth a template.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+
+typedef struct {
+	Graph *g;
+	int *local;                     /* per node: position in the block being hashed, -1 */
+	int *ext;                       /* per tensor: order of first outside use, -1 */
+	bool *claimed;                  /* per GraphNode */
+	int min_dup;
+} Folder;
+
+static uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static uint64_t
+mix_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = mix(h, (unsigned char)*s);
+	return mix(h, 0);
+}
+
+static uint64_t
+mix_type(uint64_t h, const Tensor *t)
+{
+	h = mix(h, (uint64_t)t->dtype);
+	h = mix(h, (uint64_t)t->rank);
+	for (int i = 0; i < t->rank; i++)
+		h = mix(h, (uint64_t)t->dims[i]);
+	return h;
+}
+
+static uint64_t
+mix_attr(uint64_t h, Graph *g, const Attr *a)
+{
+	h = mix_str(mix(h, a->type), a->name);
+	switch (a->type) {
+	case ATTR_INT: return mix(h, (uint64_t)a->i);
+	case ATTR_FLOAT: { uint32_t u; memcpy(&u, &a->f, 4); return mix(h, u); }
+	case ATTR_STRING: return mix_str(h, a->s);
+	case ATTR_TENSOR: return mix_type(h, &g->tensors[a->t]);
+	case ATTR_INTS:
+		for (int i = 0; i < a->n; i++)
+			h = mix(h, (uint64_t)a->is[i]);
+		return h;
+	case ATTR_FLOATS:
+		for (int i = 0; i < a->n; i++) {
+			uint32_t u;
+			memcpy(&u, &a->fs[i], 4);
+			h = mix(h, u);
+		}
+		return h;
+	case ATTR_STRINGS:
+		for (int i = 0; i < a->n; i++)
+			h = mix_str(h, a->ss[i]);
+		return h;
+	}
+	return h;
+}
+
+/* Canonical hash of the ops of GraphNodes gns[0..n) (any order). */
+static uint64_t
+block_hash(Folder *f, const int *gns, int n)
+{
+	Graph *g = f->g;
+	int nops = 0;
+	for (int i = 0; i < n; i++)
+		nops += g->groups[gns[i]].nnodes;
+	NodeId *ops = malloc(sizeof *ops * (nops + 1));
+	TensorId *seen = malloc(sizeof *seen * (nops * 8 + 1));
+	int k = 0, nseen = 0, next_ext = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < g->groups[gns[i]].nnodes; j++)
+			ops[k++] = g->groups[gns[i]].nodes[j];
+	/* topological order is node order */
+	for (int i = 1; i < nops; i++)
+		for (int j = i; j > 0 && ops[j - 1] > ops[j]; j--) {
+			NodeId t = ops[j];
+			ops[j] = ops[j - 1];
+			ops[j - 1] = t;
+		}
+	for (int i = 0; i < nops; i++)
+		f->local[ops[i]] = i;
+	uint64_t h = mix(0, (uint64_t)nops);
+	for (int i = 0; i < nops; i++) {
+		Node *nd = &g->nodes[ops[i]];
+		h = mix(mix(mix(h, nd->op), nd->nin), nd->nout);
+		for (int a = 0; a < nd->nattr; a++)
+			h = mix_attr(h, g, &nd->attr[a]);
+		for (int o = 0; o < nd->nout; o++)
+			h = nd->out[o] == IR_NONE ? mix(h, 1) : mix_type(h, &g->tensors[nd->out[o]]);
+		for (int a = 0; a < nd->nin; a++) {
+			TensorId t = nd->in[a];
+			if (t == IR_NONE) {
+				h = mix(h, 2);
+				continue;
+			}
+			Tensor *tt = &g->tensors[t];
+			NodeId p = tt->producer;
+			if (p != IR_NONE && f->local[p] >= 0) {
+				int slot = 0;
+				while (g->nodes[p].out[slot] != t)
+					slot++;
+				h = mix(mix(mix(h, 3), (uint64_t)f->local[p]), (uint64_t)slot);
+			} else if (tt->kind == TK_WEIGHT || tt->kind == TK_CONST) {
+				h = mix_type(mix(h, 4 + (tt->kind == TK_CONST)), tt);
+				if (tt->kind == TK_CONST && tt->bytes && ir_numel(tt) <= 64)
+					for (int64_t b = 0; b < ir_nbytes(tt); b++)
+						h = mix(h, ((const uint8_t *)tt->bytes)[b]);
+			} else {
+				if (f->ext[t] < 0) {
+					f->ext[t] = next_ext++;
+					seen[nseen++] = t;
+				}
+				h = mix_type(mix(mix(h, 6), (uint64_t)f->ext[t]), tt);
+			}
+		}
+	}
+	for (int i = 0; i < nops; i++)
+		f->local[ops[i]] = -1;
+	for (int i = 0; i < nseen; i++)
+		f->ext[seen[i]] = -1;
+	free(ops);
+	free(seen);
+	return h;
+}
+
+/* "/h.12/attn" -> "/h.#/attn": instances' names differ in numbers only */
+static const char *
+pattern(Graph *g, const char *s, size_t len)
+{
+	char *p = ir_alloc(&g->arena, len + 1);
+	size_t k = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] >= '0' && s[i] <= '9') {
+			if (!k || p[k - 1] != '#')
+				p[k++] = '#';
+		} else {
+			p[k++] = s[i];
+		}
+	}
+	p[k] = 0;
+	return p;
+}
+
+static void
+add_template(Folder *f, const char *name, int ngroups, int ninst, const int *inst)
+{
+	Graph *g = f->g;
+	Template *t = ir_alloc(&g->arena, sizeof *t * (g->ntemplates + 1));
+	if (g->ntemplates)
+		memcpy(t, g->templates, sizeof *t * g->ntemplates);
+	g->templates = t;
+	Template *nt = &t[g->ntemplates];
+	nt->name = name;
+	nt->ngroups = ngroups;
+	nt->ninstances = ninst;
+	nt->inst = ir_alloc(&g->arena, sizeof *nt->inst * ngroups * ninst);
+	memcpy(nt->inst, inst, sizeof *nt->inst * ngroups * ninst);
+	for (int i = 0; i < ngroups * ninst; i++) {
+		g->groups[inst[i]].tmpl = g->ntemplates;
+		f->claimed[inst[i]] = true;
+	}
+	g->ntemplates++;
+}
+
+/* ------------------------------------------------------------- names */
+
+typedef struct {
+	const char *name;               /* scope prefix */
+	size_t len;
+	int first;                      /* index into the sorted GraphNode list */
+	int n;
+	uint64_t hash;
+} Block;
+
+/* Length of the first `depth` components of name's scope ("/a/b/c/Op", 2
+ * -> "/a/b"), or 0 if it has fewer. */
+static size_t
+prefix_len(const char *name, int depth)
+{
+	const char *p = name;
+	if (*p != '/')
+		return 0;
+	for (int d = 0; d < depth; d++) {
+		const char *next = strchr(p + 1, '/');
+		if (!next)
+			return 0;
+		p = next;
+	}
+	return (size_t)(p - name);
+}
+
+static int by_hash(const void *a, const void *b)
+{
+	const Block *x = a, *y = b;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->first - y->first;
+}
+
+static int by_prefix(const void *a, const void *b, void *arg);
+
+static int
+fold_by_names(Folder *f)
+{
+	Graph *g = f->g;
+	int found = 0, maxdepth = 0;
+	for (int k = 0; k < g->ngroups; k++)
+		for (int d = 1; prefix_len(g->groups[k].name, d); d++)
+			maxdepth = d > maxdepth ? d : maxdepth;
+	int *order = malloc(sizeof *order * (g->ngroups + 1));
+	Block *blocks = malloc(sizeof *blocks * (g->ngroups + 1));
+	for (int depth = 1; depth <= maxdepth; depth++) {
+		/* the unclaimed GraphNodes with a depth-d prefix, grouped by it */
+		int n = 0;
+		for (int k = 0; k < g->ngroups; k++)
+			if (!f->claimed[k] && prefix_len(g->groups[k].name, depth))
+				order[n++] = k;
+		struct { Graph *g; int depth; } arg = {g, depth};
+		qsort_r(order, n, sizeof *order, by_prefix, &arg);
+		int nb = 0;
+		for (int i = 0; i < n;) {
+			const char *name = g->groups[order[i]].name;
+			size_t len = prefix_len(name, depth);
+			int j = i;
+			while (j < n && prefix_len(g->groups[order[j]].name, depth) == len &&
+			    memcmp(g->groups[order[j]].name, name, len) == 0)
+				j++;
+			/* GraphNodes of a block in graph order */
+			for (int a = i + 1; a < j; a++)
+				for (int b = a; b > i && order[b - 1] > order[b]; b--) {
+					int t = order[b];
+					order[b] = order[b - 1];
+					order[b - 1] = t;
+				}
+			if (j - i >= 2)
+				blocks[nb++] = (Block){name, len, i, j - i, block_hash(f, order + i, j - i)};
+			i = j;
+		}
+		qsort(blocks, nb, sizeof *blocks, by_hash);
+		for (int i = 0; i < nb;) {
+			int j = i;
+			while (j < nb && blocks[j].hash == blocks[i].hash)
+				j++;
+			if (j - i >= f->min_dup) {
+				/* instances in graph order: by their first GraphNode */
+				for (int a = i + 1; a < j; a++)
+					for (int b = a; b > i && order[blocks[b - 1].first] > order[blocks[b].first]; b--) {
+						Block t = blocks[b];
+						blocks[b] = blocks[b - 1];
+						blocks[b - 1] = t;
+					}
+				int ng = blocks[i].n;
+				int *inst = malloc(sizeof *inst * ng * (j - i));
+				for (int b = i; b < j; b++)
+					memcpy(inst + (b - i) * ng, order + blocks[b].first, sizeof *inst * ng);
+				add_template(f, pattern(g, blocks[i].name, blocks[i].len), ng, j - i, inst);
+				free(inst);
+				found++;
+			}
+			i = j;
+		}
+	}
+	free(order);
+	free(blocks);
+	return found;
+}
+
+static int
+by_prefix(const void *a, const void *b, void *arg)
+{
+	struct { Graph *g; int depth; } *c = arg;
+	const char *x = c->g->groups[*(const int *)a].name, *y = c->g->groups[*(const int *)b].name;
+	size_t lx = prefix_len(x, c->depth), ly = prefix_len(y, c->depth);
+	int r = memcmp(x, y, lx < ly ? lx : ly);
+	if (r)
+		return r;
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return *(const int *)a - *(const int *)b;
+}
+
+/* --------------------------------------------------------- structure */
+
+static int
+by_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * The best tandem repeat among unclaimed GraphNodes: K >= min_dup copies of
+ * a block of w >= 2 GraphNodes every p positions, covering the most.  A run
+ * of L positions where h[i] == h[i + p] holds K copies of width
+ * min(p, L - (K-2)p): a copy may be narrower than the period when the
+ * GraphNode at a block's edge differs in the last copy (the op after the
+ * last block joins it).  Candidate periods are distances between equal
+ * hashes.
+ */
+static bool
+best_repeat(Folder *f, const uint64_t *h, int n, int *start, int *period, int *copies, int *width)
+{
+	int best = 0;
+	int *cand = malloc(sizeof *cand * (n + 1));
+	int ncand = 0;
+	for (int i = 0; i < n; i++) {
+		if (f->claimed[i])
+			continue;
+		for (int j = i + 1; j < n && j - i <= n / f->min_dup; j++)
+			if (h[j] == h[i]) {
+				cand[ncand++] = j - i;
+				break;
+			}
+	}
+	qsort(cand, ncand, sizeof *cand, by_int);
+	for (int c = 0; c < ncand; c++) {
+		int p = cand[c];
+		if (p < 2 || (c && cand[c - 1] == p))
+			continue;
+		for (int i = 0; i + p < n;) {
+			if (f->claimed[i] || f->claimed[i + p] || h[i] != h[i + p]) {
+				i++;
+				continue;
+			}
+			int j = i;
+			while (j + p < n && !f->claimed[j] && !f->claimed[j + p] && h[j] == h[j + p])
+				j++;
+			int len = j - i;
+			for (int k = f->min_dup; (k - 2) * p < len; k++) {
+				int w = len - (k - 2) * p;
+				w = w > p ? p : w;
+				if (w >= 2 && k * w > best) {
+					best = k * w;
+					*start = i;
+					*period = p;
+					*copies = k;
+					*width = w;
+				}
+			}
+			i = j + 1;
+		}
+	}
+	free(cand);
+	return best > 0;
+}
+
+static int
+fold_by_structure(Folder *f)
+{
+	Graph *g = f->g;
+	int n = g->ngroups, found = 0;
+	uint64_t *h = malloc(sizeof *h * (n + 1));
+	for (int k = 0; k < n; k++)
+		h[k] = block_hash(f, &k, 1);
+	int s, p, k, w;
+	while (best_repeat(f, h, n, &s, &p, &k, &w)) {
+		/* every copy must be the same block, edges included */
+		uint64_t want = 0;
+		int *inst = malloc(sizeof *inst * w * k);
+		int good = 0;
+		for (int c = 0; c < k; c++) {
+			for (int i = 0; i < w; i++)
+				inst[good * w + i] = s + c * p + i;
+			uint64_t bh = block_hash(f, inst + good * w, w);
+			if (good == 0)
+				want = bh;
+			if (bh == want)
+				good++;
+		}
+		if (good >= f->min_dup) {
+			add_template(f, "", w, good, inst);
+			found++;
+		} else {
+			f->claimed[s] = true; /* not a real repeat: do not try this start again */
+		}
+		free(inst);
+	}
+	/* positions marked only to skip a false repeat are free again */
+	for (int i = 0; i < n; i++)
+		f->claimed[i] = g->groups[i].tmpl != IR_NONE;
+	free(h);
+	return found;
+}
+
+bool
+pass_fold_scopes(Graph *g, PassCtx *cx)
+{
+	if (!g->ngroups) {
+		diag_file(g->model, "fold-scopes needs GraphNodes: run graph-nodes before it");
+		return false;
+	}
+	Folder f = {.g = g, .min_dup = cx->min_duplicate > 1 ? cx->min_duplicate : 2};
+	f.local = malloc(sizeof *f.local * (g->nnodes + 1));
+	f.ext = malloc(sizeof *f.ext * (g->ntensors + 1));
+	f.claimed = calloc(g->ngroups + 1, 1);
+	for (int i = 0; i < g->nnodes; i++)
+		f.local[i] = -1;
+	for (int i = 0; i < g->ntensors; i++)
+		f.ext[i] = -1;
+	g->ntemplates = 0;
+	for (int k = 0; k < g->ngroups; k++)
+		g->groups[k].tmpl = IR_NONE;
+	/* names are a hint: when they find nothing, look at the structure */
+	if (!fold_by_names(&f))
+		fold_by_structure(&f);
+	free(f.local);
+	free(f.ext);
+	free(f.claimed);
+	return true;
+}
