@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "frontend/onnx.h"
 #include "passes/passes.h"
 #include "test/unit/util.h"
 
@@ -204,6 +205,135 @@ pipeline_options(void)
 	ir_free(g);
 }
 
+/* ---------------------------------------------------------- pruning */
+
+/* Load a fixture and run the default pipeline; with strip_names, the
+ * node names are erased first, so only the graph's structure is left. */
+static Graph *
+pruned(const char *fixture, bool strip_names)
+{
+	char rel[256];
+	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", fixture);
+	OnnxOptions o = {0};
+	Graph *g = onnx_load(srcpath(rel), &o);
+	if (!g)
+		return NULL;
+	if (strip_names)
+		for (NodeId n = 0; n < g->nnodes; n++)
+			g->nodes[n].name = "";
+	PassCtx cx = {.min_duplicate = 2};
+	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "",
+		.ir_dump_dir = ""};
+	diag_reset();
+	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
+		ir_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* Every instance of a template has, at each position, a GraphNode with the
+ * same op sequence as the first instance's (checked op by op, not by hash). */
+static void
+check_instances(Graph *g)
+{
+	for (int t = 0; t < g->ntemplates; t++) {
+		Template *tp = &g->templates[t];
+		for (int i = 1; i < tp->ninstances; i++)
+			for (int k = 0; k < tp->ngroups; k++) {
+				GraphNode *a = &g->groups[tp->inst[k]];
+				GraphNode *b = &g->groups[tp->inst[i * tp->ngroups + k]];
+				CU_ASSERT_EQUAL_FATAL(a->nnodes, b->nnodes);
+				for (int j = 0; j < a->nnodes; j++)
+					CU_ASSERT_EQUAL(g->nodes[a->nodes[j]].op, g->nodes[b->nodes[j]].op);
+				CU_ASSERT_EQUAL(b->tmpl, t);
+			}
+	}
+}
+
+/* What we know of the fixtures (test/e2e/README.md): gpt and bert have two
+ * identical blocks, the others none.  With and without names. */
+static void
+fold_scopes_fixtures(void)
+{
+	static const struct {
+		const char *name;
+		int templates, instances;
+	} want[] = {{"gpt", 1, 2}, {"bert", 1, 2}, {"mlp", 0, 0}, {"cnn", 0, 0}, {"ln17", 0, 0}};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+		for (int strip = 0; strip < 2; strip++) {
+			Graph *g = pruned(want[i].name, strip);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+			if (g->ntemplates != want[i].templates)
+				fprintf(stderr, "%s%s: %d templates\n", want[i].name, strip ? " unnamed" : "",
+				    g->ntemplates);
+			CU_ASSERT_EQUAL(g->ntemplates, want[i].templates);
+			if (g->ntemplates)
+				CU_ASSERT_EQUAL(g->templates[0].ninstances, want[i].instances);
+			check_instances(g);
+			/* grouping never splits an op; on transformers it folds several */
+			CU_ASSERT_TRUE(g->ngroups <= g->nnodes);
+			if (want[i].templates)
+				CU_ASSERT_TRUE(2 * g->ngroups < g->nnodes);
+			ir_free(g);
+		}
+}
+
+/* The named gpt template covers a whole block: ln_1 to the second residual. */
+static void
+fold_scopes_gpt_block(void)
+{
+	Graph *g = pruned("gpt", false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL_FATAL(g->ntemplates, 1);
+	Template *tp = &g->templates[0];
+	CU_ASSERT_STRING_EQUAL(tp->name, "/h.#");
+	for (int i = 0; i < tp->ninstances; i++) {
+		char want[32];
+		snprintf(want, sizeof want, "/h.%d/", i);
+		for (int k = 0; k < tp->ngroups; k++) {
+			GraphNode *gn = &g->groups[tp->inst[i * tp->ngroups + k]];
+			for (int j = 0; j < gn->nnodes; j++)
+				CU_ASSERT_EQUAL(strncmp(g->nodes[gn->nodes[j]].name, want, strlen(want)), 0);
+		}
+	}
+	/* every op under /h.0/ is in the first instance */
+	int in_block = 0, covered = 0;
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (strncmp(g->nodes[n].name, "/h.0/", 5) == 0) {
+			in_block++;
+			for (int k = 0; k < tp->ngroups; k++)
+				covered += g->nodes[n].group == tp->inst[k];
+		}
+	CU_ASSERT_EQUAL(in_block, covered);
+	ir_free(g);
+}
+
+/* -min-duplicate above the repeat count finds nothing */
+static void
+fold_scopes_min_duplicate(void)
+{
+	Graph *g = pruned("gpt", false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	PassCtx cx = {.min_duplicate = 3};
+	CU_ASSERT_TRUE(pass_fold_scopes(g, &cx));
+	CU_ASSERT_EQUAL(g->ntemplates, 0);
+	ir_free(g);
+}
+
+/* strip-aux keeps a weight reached through Identity one tensor */
+static void
+strip_aux_counts(void)
+{
+	Graph *g = pruned("gpt", false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		CU_ASSERT_NOT_EQUAL(g->nodes[n].op, OP_Identity);
+		CU_ASSERT_FALSE(g->nodes[n].dead);
+	}
+	ir_free(g);
+}
+
 void
 suite_passes(CU_pSuite s)
 {
@@ -213,4 +343,8 @@ suite_passes(CU_pSuite s)
 	ADD(s, verify_two_producers_and_shapeless);
 	ADD(s, registry);
 	ADD(s, pipeline_options);
+	ADD(s, fold_scopes_fixtures);
+	ADD(s, fold_scopes_gpt_block);
+	ADD(s, fold_scopes_min_duplicate);
+	ADD(s, strip_aux_counts);
 }
