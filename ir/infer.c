@@ -387,12 +387,28 @@ infer_unary(Graph *g, NodeId n)
 		if (!want_scalar(g, n, 1) || !want_scalar(g, n, 2))
 			return false;
 		break;
-	case OP_Dropout:
+	case OP_Dropout: {
 		if (!want_scalar(g, n, 1) || !want_scalar(g, n, 2))
 			return false;
+		/* tapc compiles inference: a training-mode Dropout (a random mask)
+		 * would silently become a copy */
+		const Node *nd = ir_node(g, n);
+		TensorId tm = nd->nin > 2 ? nd->in[2] : IR_NONE;
+		TensorId ratio = nd->nin > 1 ? nd->in[1] : IR_NONE;
+		const uint8_t *v = tm != IR_NONE ? ir_value(g, tm) : NULL;
+		const void *r = ratio != IR_NONE && g->tensors[ratio].dtype == DT_F32 ?
+		    ir_value(g, ratio) : NULL;
+		/* ratio 0 is a copy even in training; a mode known only at run
+		 * time is checked by the kernel */
+		bool nonzero = ratio == IR_NONE || (r && *(const float *)r != 0);
+		if ((v && *v && nonzero) || ir_attr_int(g, n, "is_test", 1) == 0) {
+			diag_node(g, n, "training-mode Dropout is not supported (a random mask): training_mode must be false, or the ratio 0");
+			return false;
+		}
 		if (!set_out(g, n, 1, DT_BOOL, &s))
 			return false;
 		break;
+	}
 	default:
 		break;
 	}

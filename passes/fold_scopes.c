@@ -418,10 +418,16 @@ fold_by_structure(Folder *f)
 	return found;
 }
 
+static int
+by_first(const void *a, const void *b)
+{
+	return ((const Template *)a)->inst[0] - ((const Template *)b)->inst[0];
+}
+
 bool
 pass_fold_scopes(Graph *g, PassCtx *cx)
 {
-	if (!g->ngroups) {
+	if (!g->ngroups && g->nnodes) { /* no ops at all (all folded) is fine */
 		diag_file(g->model, "fold-scopes needs GraphNodes: run graph-nodes before it");
 		return false;
 	}
@@ -439,6 +445,11 @@ pass_fold_scopes(Graph *g, PassCtx *cx)
 	/* names are a hint: when they find nothing, look at the structure */
 	if (!fold_by_names(&f))
 		fold_by_structure(&f);
+	/* templates in graph order (of their first GraphNode), for readers */
+	qsort(g->templates, g->ntemplates, sizeof *g->templates, by_first);
+	for (int t = 0; t < g->ntemplates; t++)
+		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
+			g->groups[g->templates[t].inst[i]].tmpl = t;
 	free(f.local);
 	free(f.ext);
 	free(f.claimed);

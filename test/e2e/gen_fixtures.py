@@ -22,9 +22,15 @@ Opsets:
     cnn   opset 13   (exported with TrainingMode.PRESERVE on an eval-mode model
                       so BatchNormalization is kept, not folded into Conv)
     ln17  opset 17   (torch emits LayerNormalization)
+    t5    opset 14   (encoder-decoder, RMSNorm, causal mask via tril -> Trilu)
+    resmlp opset 13  (4 residual LayerNorm/Linear/ReLU/Linear blocks)
 All models but ln17 thus have LayerNorm decomposed into
 ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add.  Dim 0 of every input and output is
 symbolic ("batch"); all other dims are static.
+
+Passing model names regenerates only those (seeds are fixed per model, so a
+subset run writes the same bytes as a full run).  Files other than model.onnx
+and test_data_set_*/ in a fixture directory (expected.ir) are left alone.
 
 If onnxruntime-node is installed (see ort_run.js; --ort-dir names the directory
 holding node_modules/, default /tmp/ort), every test data set is also run
@@ -61,6 +67,8 @@ def perturb_norms(model, gen):
             if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
                 m.weight.copy_(1.0 + 0.2 * torch.randn(m.weight.shape, generator=gen))
                 m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+            if isinstance(m, RMSNorm):
+                m.weight.copy_(1.0 + 0.2 * torch.randn(m.weight.shape, generator=gen))
             if isinstance(m, nn.BatchNorm2d):
                 m.running_mean.copy_(0.2 * torch.randn(m.running_mean.shape, generator=gen))
                 m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
@@ -222,6 +230,162 @@ class LN17(nn.Module):
         return self.fc2(F.gelu(self.ln(self.fc1(x))))
 
 
+class RMSNorm(nn.Module):
+    """T5LayerNorm: scale only, no mean subtraction, no bias."""
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(var + self.eps))
+
+
+class T5Attention(nn.Module):
+    """T5 attention: separate bias-free q/k/v/o, no 1/sqrt(d) scaling (T5 folds
+    it into the init), additive mask.  kv=None: self-attention."""
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(hidden, hidden, bias=False)
+        self.k = nn.Linear(hidden, hidden, bias=False)
+        self.v = nn.Linear(hidden, hidden, bias=False)
+        self.o = nn.Linear(hidden, hidden, bias=False)
+        with torch.no_grad():   # T5 init: q scaled down by sqrt(d_head)
+            self.q.weight.mul_((hidden // heads) ** -0.5)
+
+    def shape(self, x):
+        B, T, C = x.size()
+        return x.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+
+    def forward(self, x, kv=None, mask=None):
+        B, T, C = x.size()
+        kv = x if kv is None else kv
+        q = self.shape(self.q(x))
+        k = self.shape(self.k(kv))
+        v = self.shape(self.v(kv))
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        if mask is not None:
+            scores = scores + mask
+        probs = F.softmax(scores, dim=-1)
+        ctx = torch.matmul(probs, v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.o(ctx)
+
+
+class T5FFN(nn.Module):
+    def __init__(self, hidden, inter):
+        super().__init__()
+        self.wi = nn.Linear(hidden, inter, bias=False)
+        self.wo = nn.Linear(inter, hidden, bias=False)
+
+    def forward(self, x):
+        return self.wo(F.relu(self.wi(x)))
+
+
+class T5EncoderBlock(nn.Module):
+    def __init__(self, hidden, heads, inter):
+        super().__init__()
+        self.ln_1 = RMSNorm(hidden)
+        self.self_attn = T5Attention(hidden, heads)
+        self.ln_2 = RMSNorm(hidden)
+        self.ffn = T5FFN(hidden, inter)
+
+    def forward(self, x):
+        x = x + self.self_attn(self.ln_1(x))
+        return x + self.ffn(self.ln_2(x))
+
+
+class T5DecoderBlock(nn.Module):
+    def __init__(self, hidden, heads, inter):
+        super().__init__()
+        self.ln_1 = RMSNorm(hidden)
+        self.self_attn = T5Attention(hidden, heads)
+        self.ln_2 = RMSNorm(hidden)
+        self.cross_attn = T5Attention(hidden, heads)
+        self.ln_3 = RMSNorm(hidden)
+        self.ffn = T5FFN(hidden, inter)
+
+    def forward(self, x, enc, causal):
+        x = x + self.self_attn(self.ln_1(x), mask=causal)
+        x = x + self.cross_attn(self.ln_2(x), kv=enc)
+        return x + self.ffn(self.ln_3(x))
+
+
+class T5Stack(nn.Module):
+    def __init__(self, embed_tokens, block, layers, hidden, heads, inter):
+        super().__init__()
+        self.embed_tokens = embed_tokens          # the shared embedding
+        self.block = nn.ModuleList([block(hidden, heads, inter) for _ in range(layers)])
+        self.final_norm = RMSNorm(hidden)
+
+
+class T5Encoder(T5Stack):
+    def __init__(self, embed_tokens, layers, hidden, heads, inter):
+        super().__init__(embed_tokens, T5EncoderBlock, layers, hidden, heads, inter)
+
+    def forward(self, input_ids):
+        x = self.embed_tokens(input_ids)
+        for blk in self.block:
+            x = blk(x)
+        return self.final_norm(x)
+
+
+class T5Decoder(T5Stack):
+    def __init__(self, embed_tokens, layers, hidden, heads, inter):
+        super().__init__(embed_tokens, T5DecoderBlock, layers, hidden, heads, inter)
+
+    def forward(self, decoder_input_ids, enc):
+        T = decoder_input_ids.size(1)
+        causal = torch.tril(torch.ones(T, T, device=decoder_input_ids.device))
+        causal = (1.0 - causal) * -1e9                   # additive, [T, T]
+        y = self.embed_tokens(decoder_input_ids)
+        for blk in self.block:
+            y = blk(y, enc, causal)
+        return self.final_norm(y)
+
+
+class T5(nn.Module):
+    """T5 (v1.1-like) encoder-decoder without relative position bias: shared
+    token embedding, pre-RMSNorm blocks, ReLU FFN, untied LM head."""
+    def __init__(self, vocab=64, hidden=32, heads=4, inter=64, enc_layers=2, dec_layers=2):
+        super().__init__()
+        self.shared = nn.Embedding(vocab, hidden)
+        with torch.no_grad():
+            self.shared.weight.normal_(0.0, 1.0)
+        self.encoder = T5Encoder(self.shared, enc_layers, hidden, heads, inter)
+        self.decoder = T5Decoder(self.shared, dec_layers, hidden, heads, inter)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, input_ids, decoder_input_ids):
+        return self.lm_head(self.decoder(decoder_input_ids, self.encoder(input_ids)))
+
+
+class ResMLPBlock(nn.Module):
+    def __init__(self, hidden, inter):
+        super().__init__()
+        self.ln = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, inter)
+        self.fc2 = nn.Linear(inter, hidden)
+
+    def forward(self, x):
+        return x + self.fc2(F.relu(self.fc1(self.ln(x))))
+
+
+class ResMLP(nn.Module):
+    def __init__(self, features=32, hidden=64, inter=128, out=10, layers=4):
+        super().__init__()
+        self.proj_in = nn.Linear(features, hidden)
+        self.blocks = nn.ModuleList([ResMLPBlock(hidden, inter) for _ in range(layers)])
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        x = self.proj_in(x)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(x)
+
+
 # ---------------------------------------------------------------- inputs
 
 def gpt_inputs(batch, gen, seq=16, vocab=128):
@@ -251,13 +415,26 @@ def ln17_inputs(batch, gen):
     return {'x': torch.randn(batch, 8, 32, generator=gen)}
 
 
-# name: (constructor, input fn, output names, opset, training mode)
+def t5_inputs(batch, gen, src=12, tgt=8, vocab=64):
+    return {'input_ids': torch.randint(0, vocab, (batch, src), generator=gen),
+            'decoder_input_ids': torch.randint(0, vocab, (batch, tgt), generator=gen)}
+
+
+def resmlp_inputs(batch, gen):
+    return {'x': torch.randn(batch, 32, generator=gen)}
+
+
+# name: (seed, constructor, input fn, output names, opset, training mode)
+# Seeds are fixed per model (the first five are the 1234 + alphabetical index
+# they were generated with), so adding a model never changes another's files.
 MODELS = {
-    'gpt': (GPT, gpt_inputs, ['logits'], 14, None),
-    'bert': (Bert, bert_inputs, ['last_hidden_state', 'pooler_output'], 13, None),
-    'mlp': (MLP, mlp_inputs, ['y'], 13, None),
-    'cnn': (CNN, cnn_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
-    'ln17': (LN17, ln17_inputs, ['y'], 17, None),
+    'gpt': (1236, GPT, gpt_inputs, ['logits'], 14, None),
+    'bert': (1234, Bert, bert_inputs, ['last_hidden_state', 'pooler_output'], 13, None),
+    'mlp': (1238, MLP, mlp_inputs, ['y'], 13, None),
+    'cnn': (1235, CNN, cnn_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
+    'ln17': (1237, LN17, ln17_inputs, ['y'], 17, None),
+    't5': (1240, T5, t5_inputs, ['logits'], 14, None),
+    'resmlp': (1239, ResMLP, resmlp_inputs, ['y'], 13, None),
 }
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 
@@ -270,34 +447,64 @@ def write_pb(path, arr, name):
         f.write(t.SerializeToString())
 
 
+def export_onnx(model, inputs, out_names, opset, model_path, training=None):
+    """Export eval-mode `model` on `inputs` (an ordered dict name -> tensor) to
+    model_path with dim 0 of every input and output symbolic ('batch') and
+    every other output dim pinned to its static value.  Also used by
+    bench/gen_deep.py."""
+    in_names = list(inputs.keys())
+    dyn = {n: {0: 'batch'} for n in in_names + out_names}
+    kwargs = dict(input_names=in_names, output_names=out_names, dynamic_axes=dyn,
+                  opset_version=opset, do_constant_folding=True)
+    if training is not None:
+        kwargs['training'] = training
+    args = tuple(inputs[n] for n in in_names)
+    with torch.no_grad():
+        torch.onnx.export(model, args, model_path, **kwargs)
+        outs = model(*args)
+    if not isinstance(outs, (tuple, list)):
+        outs = (outs,)
+
+    # torch's exporter names non-batch output dims symbolically when they are
+    # computed from Shape (e.g. 'MatMullogits_dim_1' for the sequence length);
+    # pin every output dim but 0 to its static value so only 'batch' is
+    # symbolic.  This touches output type metadata only, never a node.
+    m = onnx.load(model_path)
+    for vi, o in zip(m.graph.output, outs):
+        dims = vi.type.tensor_type.shape.dim
+        assert len(dims) == o.dim(), (model_path, vi.name)
+        for k, d in enumerate(dims):
+            if k == 0:
+                d.dim_param = 'batch'
+            else:
+                d.dim_value = o.shape[k]
+    onnx.checker.check_model(m)
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
+    onnx.save(m, model_path)
+
+
 def export(name):
-    ctor, make_inputs, out_names, opset, training = MODELS[name]
-    seed = 1234 + sorted(MODELS).index(name)
+    seed, ctor, make_inputs, out_names, opset, training = MODELS[name]
     torch.manual_seed(seed)
     model = ctor()
     gen = torch.Generator().manual_seed(seed + 1)
     perturb_norms(model, gen)
     model.eval()
 
+    # Replace only what this script writes (expected.ir and other files
+    # kept beside the fixture survive a re-run).
     mdir = os.path.join(HERE, name)
-    if os.path.isdir(mdir):
-        shutil.rmtree(mdir)
-    os.makedirs(mdir)
+    os.makedirs(mdir, exist_ok=True)
+    for ds in os.listdir(mdir):
+        if ds.startswith('test_data_set_'):
+            shutil.rmtree(os.path.join(mdir, ds))
 
     data_gen = torch.Generator().manual_seed(seed + 2)
     datasets = [make_inputs(b, data_gen) for b in BATCHES]
     in_names = list(datasets[0].keys())
-    dyn = {n: {0: 'batch'} for n in in_names + out_names}
-    kwargs = dict(input_names=in_names, output_names=out_names, dynamic_axes=dyn,
-                  opset_version=opset, do_constant_folding=True)
-    if training is not None:
-        kwargs['training'] = training
     model_path = os.path.join(mdir, 'model.onnx')
-    with torch.no_grad():
-        torch.onnx.export(model, tuple(datasets[0][n] for n in in_names), model_path,
-                          **kwargs)
+    export_onnx(model, datasets[0], out_names, opset, model_path, training)
 
-    refs = []
     for i, inputs in enumerate(datasets):
         ddir = os.path.join(mdir, 'test_data_set_%d' % i)
         os.makedirs(ddir)
@@ -310,24 +517,6 @@ def export(name):
         for j, (n, o) in enumerate(zip(out_names, outs)):
             assert o.dtype == torch.float32
             write_pb(os.path.join(ddir, 'output_%d.pb' % j), o.numpy(), n)
-        refs.append(outs)
-
-    # torch's exporter names non-batch output dims symbolically when they are
-    # computed from Shape (e.g. 'MatMullogits_dim_1' for the sequence length);
-    # pin every output dim but 0 to its static value so only 'batch' is
-    # symbolic.  This touches output type metadata only, never a node.
-    m = onnx.load(model_path)
-    for vi, o in zip(m.graph.output, refs[0]):
-        dims = vi.type.tensor_type.shape.dim
-        assert len(dims) == o.dim(), (name, vi.name)
-        for k, d in enumerate(dims):
-            if k == 0:
-                d.dim_param = 'batch'
-            else:
-                d.dim_value = o.shape[k]
-    onnx.checker.check_model(m)
-    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
-    onnx.save(m, model_path)
     return mdir
 
 
@@ -430,7 +619,7 @@ def crosscheck(names, ort_dir):
                 mrel = float((diff / np.maximum(np.abs(r.astype(np.float64)), 1e-6)).max())
                 worst = max(worst, mabs)
                 flag = '' if mabs <= ABS_TOL else '   <-- FAIL'
-                lines.append('%-5s %-16s %-18s shape=%-14s max_abs=%.3e max_rel=%.3e%s' % (
+                lines.append('%-6s %-16s %-18s shape=%-14s max_abs=%.3e max_rel=%.3e%s' % (
                     name, ds, rn, 'x'.join(map(str, r.shape)), mabs, mrel, flag))
     lines.append('')
     lines.append('worst max_abs: %.3e -> %s' % (worst, 'OK' if worst <= ABS_TOL else 'FAIL'))

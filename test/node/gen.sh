@@ -1,0 +1,33 @@
+#!/bin/sh
+# gen.sh OUTDIR - generate the official ONNX backend node tests into OUTDIR/node/test_*/
+# (about 922 cases: model.onnx and test_data_set_0/), with Debian's python3-onnx run by
+# /usr/bin/python3 through test/node/generate.py.  Idempotent: does nothing when
+# OUTDIR/.stamp exists and is newer than generate.py.  Needs /usr/bin/python3 with the
+# onnx and numpy modules (python3-onnx); PYTHON overrides the interpreter.
+set -eu
+if [ $# -ne 1 ]; then
+	echo "usage: gen.sh OUTDIR" >&2
+	exit 2
+fi
+out=$1
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PYTHON:-/usr/bin/python3}
+if [ -f "$out/.stamp" ] && [ -d "$out/node" ] &&
+    [ -z "$(find "$here/generate.py" -newer "$out/.stamp")" ]; then
+	exit 0
+fi
+if ! err=$("$py" -c 'import onnx, numpy' 2>&1); then
+	echo "gen.sh: $py cannot import onnx (install Debian's python3-onnx, as .ci/setup does):" >&2
+	echo "$err" | tail -1 >&2
+	exit 1
+fi
+mkdir -p "$out"
+rm -rf "$out/node" "$out/real" "$out/simple" "$out/.stamp"
+"$py" -W ignore "$here/generate.py" "$out" >/dev/null
+n=$(find "$out/node" -name model.onnx | wc -l)
+if [ "$n" -lt 100 ]; then
+	echo "gen.sh: only $n node tests generated in $out/node" >&2
+	exit 1
+fi
+touch "$out/.stamp"
+echo "gen.sh: $n node tests in $out/node"
