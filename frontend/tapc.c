@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/emit.h"
@@ -266,6 +267,8 @@ main(int argc, char **argv)
 		return 1;
 
 	Graph *g;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (ends_with(o.input, ".ir")) {
 		if (o.batch) {
 			diag_error("-batch applies to ONNX models, not to IR files");
@@ -278,6 +281,7 @@ main(int argc, char **argv)
 	}
 	if (!g)
 		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 
 	g->mesh.rows = cx.mesh.rows;
 	g->mesh.cols = cx.mesh.cols;
@@ -291,6 +295,7 @@ main(int argc, char **argv)
 		.verify_each = o.verify_each,
 		.ir_dump_dir = o.ir_dump_dir,
 		.print_stream = stderr,
+		.load_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
 	};
 	ok = pass_run_pipeline(g, &cx, pipeline, &po) && emit(g, &o);
 	ir_free(g);

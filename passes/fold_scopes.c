@@ -233,7 +233,19 @@ static int by_hash(const void *a, const void *b)
 	return x->first - y->first;
 }
 
+typedef struct {
+	Graph *g;
+	const size_t *plen;             /* per GraphNode: its prefix length at this depth */
+} PrefixKey;
+
 static int by_prefix(const void *a, const void *b, void *arg);
+
+static int
+by_first_gn(const void *a, const void *b, void *order)
+{
+	const int *o = order;
+	return o[((const Block *)a)->first] - o[((const Block *)b)->first];
+}
 
 static int
 fold_by_names(Folder *f)
@@ -244,21 +256,24 @@ fold_by_names(Folder *f)
 		for (int d = 1; prefix_len(g->groups[k].name, d); d++)
 			maxdepth = d > maxdepth ? d : maxdepth;
 	int *order = malloc(sizeof *order * (g->ngroups + 1));
+	size_t *plen = malloc(sizeof *plen * (g->ngroups + 1));
 	Block *blocks = malloc(sizeof *blocks * (g->ngroups + 1));
 	for (int depth = 1; depth <= maxdepth; depth++) {
 		/* the unclaimed GraphNodes with a depth-d prefix, grouped by it */
 		int n = 0;
-		for (int k = 0; k < g->ngroups; k++)
-			if (!f->claimed[k] && prefix_len(g->groups[k].name, depth))
+		for (int k = 0; k < g->ngroups; k++) {
+			plen[k] = f->claimed[k] ? 0 : prefix_len(g->groups[k].name, depth);
+			if (plen[k])
 				order[n++] = k;
-		struct { Graph *g; int depth; } arg = {g, depth};
+		}
+		PrefixKey arg = {g, plen};
 		qsort_r(order, n, sizeof *order, by_prefix, &arg);
 		int nb = 0;
 		for (int i = 0; i < n;) {
 			const char *name = g->groups[order[i]].name;
-			size_t len = prefix_len(name, depth);
+			size_t len = plen[order[i]];
 			int j = i;
-			while (j < n && prefix_len(g->groups[order[j]].name, depth) == len &&
+			while (j < n && plen[order[j]] == len &&
 			    memcmp(g->groups[order[j]].name, name, len) == 0)
 				j++;
 			/* GraphNodes of a block in graph order */
@@ -279,12 +294,7 @@ fold_by_names(Folder *f)
 				j++;
 			if (j - i >= f->min_dup) {
 				/* instances in graph order: by their first GraphNode */
-				for (int a = i + 1; a < j; a++)
-					for (int b = a; b > i && order[blocks[b - 1].first] > order[blocks[b].first]; b--) {
-						Block t = blocks[b];
-						blocks[b] = blocks[b - 1];
-						blocks[b - 1] = t;
-					}
+				qsort_r(blocks + i, j - i, sizeof *blocks, by_first_gn, order);
 				int ng = blocks[i].n;
 				int *inst = malloc(sizeof *inst * ng * (j - i));
 				for (int b = i; b < j; b++)
@@ -297,6 +307,7 @@ fold_by_names(Folder *f)
 		}
 	}
 	free(order);
+	free(plen);
 	free(blocks);
 	return found;
 }
@@ -304,9 +315,10 @@ fold_by_names(Folder *f)
 static int
 by_prefix(const void *a, const void *b, void *arg)
 {
-	struct { Graph *g; int depth; } *c = arg;
-	const char *x = c->g->groups[*(const int *)a].name, *y = c->g->groups[*(const int *)b].name;
-	size_t lx = prefix_len(x, c->depth), ly = prefix_len(y, c->depth);
+	const PrefixKey *c = arg;
+	int ia = *(const int *)a, ib = *(const int *)b;
+	const char *x = c->g->groups[ia].name, *y = c->g->groups[ib].name;
+	size_t lx = c->plen[ia], ly = c->plen[ib];
 	int r = memcmp(x, y, lx < ly ? lx : ly);
 	if (r)
 		return r;

@@ -46,6 +46,7 @@ typedef struct {
 	bool verify_each;
 	const char *ir_dump_dir;        /* "" for none */
 	FILE *print_stream;             /* where banners and IR go (stderr) */
+	double load_ms;                 /* time to load the input, for -time-passes */
 } PassOptions;
 
 /* Run a comma-separated pipeline.  Returns false on bad input (diagnosed)

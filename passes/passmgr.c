@@ -148,13 +148,15 @@ pass_run_pipeline(Graph *g, PassCtx *cx, const char *pipeline, const PassOptions
 			break;
 	}
 	if (o->time_passes) {
-		double total = 0;
+		double total = o->load_ms;
 		for (int i = 0; i < n; i++)
 			total += ms[i];
 		fprintf(out, "===%s===\n", "-------------------------------------------------------------");
 		fprintf(out, "                      tapc pass execution timing report\n");
 		fprintf(out, "===%s===\n", "-------------------------------------------------------------");
 		fprintf(out, "  %12s  %6s  %s\n", "Wall (ms)", "%", "Pass");
+		fprintf(out, "  %12.3f  %5.1f%%  %s\n", o->load_ms,
+		    total > 0 ? 100 * o->load_ms / total : 0.0, "(load, check, infer shapes)");
 		for (int i = 0; i < n; i++)
 			fprintf(out, "  %12.3f  %5.1f%%  %s\n", ms[i], total > 0 ? 100 * ms[i] / total : 0.0,
 			    run[i]->name);
