@@ -23,6 +23,7 @@ typedef struct {
 
 /* Arena layout of one rank's activations (memplan.c). */
 typedef struct {
+	TensorId *view;                 /* per tensor: the tensor whose memory it is, or IR_NONE */
 	int64_t *offset;                /* per tensor: byte offset in the arena, -1 if not there */
 	int64_t arena_bytes;
 	int64_t *woffset;               /* per tensor: offset in the weight region, -1 if none */
@@ -30,6 +31,9 @@ typedef struct {
 } MemPlan;
 
 void emit_memplan(Graph *g, MemPlan *mp);
+/* A node that only renames its input's bytes (Reshape, Flatten, Squeeze,
+ * Unsqueeze, a kept Identity): its output is a view, and no code runs. */
+bool emit_is_view(Graph *g, NodeId n);
 void emit_memplan_free(MemPlan *mp);
 
 /* Write the whole output directory; false after a diag error. */

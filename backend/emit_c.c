@@ -301,7 +301,7 @@ emit_rank_c(Graph *g, int rank, const MemPlan *mp, const char *dir)
 	fputs("};\n\n", f);
 
 	for (NodeId n = 0; n < g->nnodes; n++)
-		if (!g->nodes[n].dead)
+		if (!g->nodes[n].dead && !emit_is_view(g, n))
 			put_node_tables(&e, n);
 
 	fprintf(f, "\nextern const taprt_rank_program taprt_rank%d;\n\n", rank);
@@ -321,7 +321,9 @@ emit_rank_c(Graph *g, int rank, const MemPlan *mp, const char *dir)
 		TensorId t = byn[i];
 		if (t == IR_NONE)
 			continue;
-		if (has_data(&g->tensors[t]))
+		if (mp->view[t] != IR_NONE && !bound[t])
+			fprintf(f, "\tT[%d].data = T[%d].data; /* a view */\n", i, e.num[mp->view[t]]);
+		else if (has_data(&g->tensors[t]))
 			fprintf(f, "\tT[%d].data = (void *)C%d;\n", i, i);
 		else if (mp->woffset[t] >= 0)
 			fprintf(f, "\tT[%d].data = w + %lld;\n", i, (long long)mp->woffset[t]);
@@ -335,7 +337,11 @@ emit_rank_c(Graph *g, int rank, const MemPlan *mp, const char *dir)
 		Node *nd = &g->nodes[n];
 		if (nd->dead)
 			continue;
-		fprintf(f, "\ttaprt_op_%s(cx, &N%d);", ir_op_name(nd->op), n);
+		if (emit_is_view(g, n))
+			fprintf(f, "\t/* T[%d] is T[%d] as %s */", e.num[nd->out[0]],
+			    e.num[nd->in[0]], ir_op_name(nd->op));
+		else
+			fprintf(f, "\ttaprt_op_%s(cx, &N%d);", ir_op_name(nd->op), n);
 		if (nd->name[0]) {
 			fputs("\t/* ", f);
 			put_comment(f, nd->name);

@@ -3,7 +3,8 @@
  *
  * Each value tensor lives from the node that produces it to its last use;
  * graph outputs are written straight into the program's output buffers and
- * take no arena space.  Blocks are placed first-fit in a free list as the
+ * take no arena space.  A view (Reshape and friends) takes no space either:
+ * it is its input's bytes, whose block then lives until the view's last use.  Blocks are placed first-fit in a free list as the
  * nodes are walked in order and returned after their last use, all offsets
  * 64-byte aligned.  Weights get a separate region, packed once.
  */
@@ -71,10 +72,29 @@ give(FreeList *fl, int64_t off, int64_t size)
 	fl->n = k + 1;
 }
 
+bool
+emit_is_view(Graph *g, NodeId id)
+{
+	Node *n = &g->nodes[id];
+	switch (n->op) {
+	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
+		break;
+	default:
+		return false;
+	}
+	if (n->in[0] == IR_NONE || n->out[0] == IR_NONE)
+		return false;
+	for (int i = 0; i < g->noutputs; i++) /* outputs are computed into their buffer */
+		if (g->outputs[i] == n->out[0])
+			return false;
+	return true;
+}
+
 void
 emit_memplan(Graph *g, MemPlan *mp)
 {
 	int nt = g->ntensors;
+	mp->view = malloc(sizeof *mp->view * (nt + 1));
 	mp->offset = malloc(sizeof *mp->offset * (nt + 1));
 	mp->woffset = malloc(sizeof *mp->woffset * (nt + 1));
 	int *last = malloc(sizeof *last * (nt + 1));
@@ -83,14 +103,26 @@ emit_memplan(Graph *g, MemPlan *mp)
 		die("out of memory");
 	for (int t = 0; t < nt; t++) {
 		mp->offset[t] = mp->woffset[t] = -1;
+		mp->view[t] = IR_NONE;
 		last[t] = -1;
 	}
 	for (int i = 0; i < g->noutputs; i++)
 		is_out[g->outputs[i]] = true;
-	for (NodeId n = 0; n < g->nnodes; n++)
-		for (int i = 0; i < g->nodes[n].nin; i++)
-			if (g->nodes[n].in[i] != IR_NONE)
-				last[g->nodes[n].in[i]] = n;
+	/* a view's uses are uses of the tensor that owns the bytes */
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead)
+			continue;
+		if (emit_is_view(g, n)) {
+			TensorId src = nd->in[0];
+			mp->view[nd->out[0]] = mp->view[src] != IR_NONE ? mp->view[src] : src;
+		}
+		for (int i = 0; i < nd->nin; i++) {
+			TensorId t = nd->in[i];
+			if (t != IR_NONE)
+				last[mp->view[t] != IR_NONE ? mp->view[t] : t] = n;
+		}
+	}
 
 	mp->weight_bytes = 0;
 	for (TensorId t = 0; t < nt; t++) {
@@ -106,6 +138,10 @@ emit_memplan(Graph *g, MemPlan *mp)
 		Node *nd = &g->nodes[n];
 		if (nd->dead)
 			continue;
+		if (emit_is_view(g, n)) {
+			mp->offset[nd->out[0]] = mp->offset[mp->view[nd->out[0]]];
+			continue; /* no code, no memory; its source lives on */
+		}
 		for (int i = 0; i < nd->nout; i++) {
 			TensorId t = nd->out[i];
 			if (t == IR_NONE || is_out[t])
@@ -120,10 +156,14 @@ emit_memplan(Graph *g, MemPlan *mp)
 		}
 		for (int i = 0; i < nd->nin; i++) {
 			TensorId t = nd->in[i];
+			if (t == IR_NONE)
+				continue;
+			t = mp->view[t] != IR_NONE ? mp->view[t] : t;
 			bool again = false;
 			for (int k = 0; k < i; k++)
-				again |= nd->in[k] == t;
-			if (t != IR_NONE && !again && last[t] == n && mp->offset[t] >= 0)
+				again |= nd->in[k] != IR_NONE &&
+				    (mp->view[nd->in[k]] != IR_NONE ? mp->view[nd->in[k]] : nd->in[k]) == t;
+			if (!again && last[t] == n && mp->offset[t] >= 0)
 				give(&fl, mp->offset[t], ALIGN(ir_nbytes(&g->tensors[t])));
 		}
 	}
@@ -136,6 +176,7 @@ emit_memplan(Graph *g, MemPlan *mp)
 void
 emit_memplan_free(MemPlan *mp)
 {
+	free(mp->view);
 	free(mp->offset);
 	free(mp->woffset);
 }
