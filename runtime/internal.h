@@ -23,6 +23,27 @@ taprt_fail(taprt_ctx *cx, const char *fmt, ...)
 	return -1;
 }
 
+/* Input i of a node, or NULL when absent (omitted optional, or past nin). */
+static inline const taprt_tensor *
+taprt_input(const taprt_node *n, int i)
+{
+	return i < n->nin ? n->in[i] : NULL;
+}
+
+static inline taprt_tensor *
+taprt_output(const taprt_node *n, int i)
+{
+	return i < n->nout ? n->out[i] : NULL;
+}
+
+/* A kernel met a dtype it does not implement. */
+static inline void
+taprt_bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)
+{
+	taprt_fail(cx, "node '%s' (%s): dtype %s not supported", n->name, op,
+	    taprt_dtype_name(dtype));
+}
+
 /* Normalize a possibly negative axis for a tensor of this rank. */
 static inline int
 taprt_axis(int64_t axis, int rank)

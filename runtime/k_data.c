@@ -46,12 +46,6 @@ esize(taprt_ctx *cx, const taprt_node *n, const char *op, const taprt_tensor *t)
 	return es;
 }
 
-static inline const taprt_tensor *
-input(const taprt_node *n, int i)
-{
-	return i < n->nin ? n->in[i] : NULL;
-}
-
 /*
  * Element loops are written once with the size as a parameter; the
  * switches below call them with a constant so that each size gets its own
@@ -550,7 +544,7 @@ taprt_op_Gather(taprt_ctx *cx, const taprt_node *n)
 void
 taprt_op_Trilu(taprt_ctx *cx, const taprt_node *n)
 {
-	const taprt_tensor *x = n->in[0], *kt = input(n, 1);
+	const taprt_tensor *x = n->in[0], *kt = taprt_input(n, 1);
 	taprt_tensor *o = n->out[0];
 	int es = esize(cx, n, "Trilu", o);
 	if (!es || o->numel == 0)
@@ -629,7 +623,7 @@ pad_value(void *v, int dtype, double f)
 void
 taprt_op_Pad(taprt_ctx *cx, const taprt_node *n)
 {
-	const taprt_tensor *x = n->in[0], *vt = input(n, 2);
+	const taprt_tensor *x = n->in[0], *vt = taprt_input(n, 2);
 	taprt_tensor *o = n->out[0];
 	int es = esize(cx, n, "Pad", o);
 	if (!es || o->numel == 0)

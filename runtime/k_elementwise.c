@@ -51,25 +51,6 @@
 	X(TAPRT_BOOL, bool, __VA_ARGS__)
 
 static void
-bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)
-{
-	taprt_fail(cx, "node '%s' (%s): dtype %s not supported", n->name, op,
-	    taprt_dtype_name(dtype));
-}
-
-static inline const taprt_tensor *
-input(const taprt_node *n, int i)
-{
-	return i < n->nin ? n->in[i] : NULL;
-}
-
-static inline taprt_tensor *
-output(const taprt_node *n, int i)
-{
-	return i < n->nout ? n->out[i] : NULL;
-}
-
-static void
 copy_tensor(taprt_tensor *y, const taprt_tensor *x)
 {
 	size_t bytes = (size_t)x->numel * (size_t)taprt_dtype_size(x->dtype);
@@ -103,7 +84,7 @@ copy_tensor(taprt_tensor *y, const taprt_tensor *x)
 		default:                                                     \
 			break;                                               \
 		}                                                            \
-		bad_dtype(cx, n, #NAME, n->in[0]->dtype);                    \
+		taprt_bad_dtype(cx, n, #NAME, n->in[0]->dtype);                    \
 	}
 
 UNARY(Neg, SIGNED_TYPES, -v)
@@ -159,7 +140,7 @@ taprt_op_Erf(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Erf", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Erf", n->in[0]->dtype);
 }
 
 void
@@ -172,7 +153,7 @@ taprt_op_Abs(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Abs", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Abs", n->in[0]->dtype);
 }
 
 void
@@ -186,7 +167,7 @@ taprt_op_Sign(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Sign", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Sign", n->in[0]->dtype);
 }
 
 void
@@ -198,7 +179,7 @@ taprt_op_Relu(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Relu", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Relu", n->in[0]->dtype);
 }
 
 void
@@ -210,7 +191,7 @@ taprt_op_LeakyRelu(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "LeakyRelu", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "LeakyRelu", n->in[0]->dtype);
 }
 
 void
@@ -222,7 +203,7 @@ taprt_op_Elu(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Elu", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Elu", n->in[0]->dtype);
 }
 
 void
@@ -235,7 +216,7 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Selu", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Selu", n->in[0]->dtype);
 }
 
 void
@@ -248,7 +229,7 @@ taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "HardSigmoid", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "HardSigmoid", n->in[0]->dtype);
 }
 
 void
@@ -259,7 +240,7 @@ taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "HardSwish", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "HardSwish", n->in[0]->dtype);
 }
 
 void
@@ -277,7 +258,7 @@ taprt_op_IsNaN(taprt_ctx *cx, const taprt_node *n)
 			y[i] = isnan(((const double *)x->data)[i]);
 		return;
 	}
-	bad_dtype(cx, n, "IsNaN", x->dtype);
+	taprt_bad_dtype(cx, n, "IsNaN", x->dtype);
 }
 
 void
@@ -291,7 +272,7 @@ void
 taprt_op_Dropout(taprt_ctx *cx, const taprt_node *n)
 {
 	/* training mode draws a random mask: only ratio 0 (a copy) is honest */
-	const taprt_tensor *tm = input(n, 2), *ratio = input(n, 1);
+	const taprt_tensor *tm = taprt_input(n, 2), *ratio = taprt_input(n, 1);
 	if (tm && *(const uint8_t *)tm->data) {
 		double r = !ratio ? 0.5 : ratio->dtype == TAPRT_F64 ? *(const double *)ratio->data :
 		    ratio->dtype == TAPRT_F32 ? *(const float *)ratio->data : 0.5;
@@ -302,7 +283,7 @@ taprt_op_Dropout(taprt_ctx *cx, const taprt_node *n)
 		}
 	}
 	copy_tensor(n->out[0], n->in[0]);
-	taprt_tensor *mask = output(n, 1);
+	taprt_tensor *mask = taprt_output(n, 1);
 	if (mask)   /* inference: nothing is dropped */
 		memset(mask->data, 1, (size_t)mask->numel);
 }
@@ -325,8 +306,8 @@ taprt_op_Dropout(taprt_ctx *cx, const taprt_node *n)
 void
 taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 {
-	const taprt_tensor *tlo = n->opset >= 11 ? input(n, 1) : NULL;
-	const taprt_tensor *thi = n->opset >= 11 ? input(n, 2) : NULL;
+	const taprt_tensor *tlo = n->opset >= 11 ? taprt_input(n, 1) : NULL;
+	const taprt_tensor *thi = n->opset >= 11 ? taprt_input(n, 2) : NULL;
 	switch (n->in[0]->dtype) {
 	CLIP_CASE(TAPRT_F32, float, -INFINITY, INFINITY)
 	CLIP_CASE(TAPRT_F64, double, -INFINITY, INFINITY)
@@ -341,7 +322,7 @@ taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 	default:
 		break;
 	}
-	bad_dtype(cx, n, "Clip", n->in[0]->dtype);
+	taprt_bad_dtype(cx, n, "Clip", n->in[0]->dtype);
 }
 
 /* ------------------------------------------------------------------- Cast */
@@ -624,7 +605,7 @@ static void
 binary(taprt_ctx *cx, const taprt_node *n, const char *op, rowfn *f)
 {
 	if (!f) {
-		bad_dtype(cx, n, op, n->in[0]->dtype);
+		taprt_bad_dtype(cx, n, op, n->in[0]->dtype);
 		return;
 	}
 	const taprt_tensor *x[2] = {n->in[0], n->in[1]};
@@ -795,7 +776,7 @@ variadic(taprt_ctx *cx, const taprt_node *n, const char *op, rowfn *f)
 {
 	taprt_tensor *y = n->out[0];
 	if (!f) {
-		bad_dtype(cx, n, op, n->in[0]->dtype);
+		taprt_bad_dtype(cx, n, op, n->in[0]->dtype);
 		return;
 	}
 	if (n->nin == 1) {
@@ -876,7 +857,7 @@ taprt_op_Where(taprt_ctx *cx, const taprt_node *n)
 	case 4: f = row_where_uint32_t; break;
 	case 8: f = row_where_uint64_t; break;
 	default:
-		bad_dtype(cx, n, "Where", n->out[0]->dtype);
+		taprt_bad_dtype(cx, n, "Where", n->out[0]->dtype);
 		return;
 	}
 	const taprt_tensor *x[3] = {n->in[0], n->in[1], n->in[2]};

@@ -30,25 +30,6 @@
 	X(TAPRT_U8, uint8_t, __VA_ARGS__) X(TAPRT_U16, uint16_t, __VA_ARGS__)  \
 	X(TAPRT_U32, uint32_t, __VA_ARGS__) X(TAPRT_U64, uint64_t, __VA_ARGS__)
 
-static void
-bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)
-{
-	taprt_fail(cx, "node '%s' (%s): dtype %s not supported", n->name, op,
-	    taprt_dtype_name(dtype));
-}
-
-static inline const taprt_tensor *
-input(const taprt_node *n, int i)
-{
-	return i < n->nin ? n->in[i] : NULL;
-}
-
-static inline taprt_tensor *
-output(const taprt_node *n, int i)
-{
-	return i < n->nout ? n->out[i] : NULL;
-}
-
 static int64_t
 prod(const int64_t *d, int from, int to)
 {
@@ -344,7 +325,7 @@ reduce(taprt_ctx *cx, const taprt_node *n, int op, const char *name)
 	case TAPRT_U32: reduce_TAPRT_U32(X, Y, op, &w, 0, UINT32_MAX); return;
 	case TAPRT_U64: reduce_TAPRT_U64(X, Y, op, &w, 0, UINT64_MAX); return;
 	}
-	bad_dtype(cx, n, name, X->dtype);
+	taprt_bad_dtype(cx, n, name, X->dtype);
 }
 
 void
@@ -432,7 +413,7 @@ arg(taprt_ctx *cx, const taprt_node *n, bool max, const char *name)
 	switch (X->dtype) {
 	NUM_TYPES(ARG_CASE, _)
 	}
-	bad_dtype(cx, n, name, X->dtype);
+	taprt_bad_dtype(cx, n, name, X->dtype);
 }
 
 void
@@ -530,7 +511,7 @@ softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
 		softmax_TAPRT_F64(X->data, n->out[0]->data, outer, len, inner, logsm);
 		return;
 	}
-	bad_dtype(cx, n, name, X->dtype);
+	taprt_bad_dtype(cx, n, name, X->dtype);
 }
 
 void
@@ -606,8 +587,8 @@ layernorm_generic(const taprt_tensor *X, const taprt_tensor *S, const taprt_tens
 void
 taprt_op_LayerNormalization(taprt_ctx *cx, const taprt_node *n)
 {
-	const taprt_tensor *X = n->in[0], *S = n->in[1], *B = input(n, 2);
-	taprt_tensor *Y = n->out[0], *M = output(n, 1), *IS = output(n, 2);
+	const taprt_tensor *X = n->in[0], *S = n->in[1], *B = taprt_input(n, 2);
+	taprt_tensor *Y = n->out[0], *M = taprt_output(n, 1), *IS = taprt_output(n, 2);
 	int r = X->rank;
 	int axis = taprt_axis(taprt_attr_int(n, "axis", -1), r);
 	double eps = taprt_attr_float(n, "epsilon", 1e-5f);
@@ -619,7 +600,7 @@ taprt_op_LayerNormalization(taprt_ctx *cx, const taprt_node *n)
 	int64_t outer = prod(X->dims, 0, axis), len = prod(X->dims, axis, r);
 	if (!is_float(X) || !is_float(S) || (B && !is_float(B)) || (M && !is_float(M)) ||
 	    (IS && !is_float(IS))) {
-		bad_dtype(cx, n, "LayerNormalization", X->dtype);
+		taprt_bad_dtype(cx, n, "LayerNormalization", X->dtype);
 		return;
 	}
 	if (!len || !outer)
@@ -672,7 +653,7 @@ taprt_op_BatchNormalization(taprt_ctx *cx, const taprt_node *n)
 	bool train = n->opset >= 14 && taprt_attr_int(n, "training_mode", 0);
 	double mom = taprt_attr_float(n, "momentum", 0.9f);
 	if (!is_float(X) || !is_float(S) || !is_float(B) || !is_float(Mu) || !is_float(Var)) {
-		bad_dtype(cx, n, "BatchNormalization", X->dtype);
+		taprt_bad_dtype(cx, n, "BatchNormalization", X->dtype);
 		return;
 	}
 	int64_t N = X->rank > 0 ? X->dims[0] : 1, C = X->rank > 1 ? X->dims[1] : 1;
@@ -691,7 +672,7 @@ taprt_op_BatchNormalization(taprt_ctx *cx, const taprt_node *n)
 					sv += d * d;
 				}
 			sv /= cnt;
-			taprt_tensor *rm = output(n, 1), *rv = output(n, 2);
+			taprt_tensor *rm = taprt_output(n, 1), *rv = taprt_output(n, 2);
 			if (rm && is_float(rm))
 				stf(rm, c, mean * mom + sm * (1 - mom));
 			if (rv && is_float(rv))
