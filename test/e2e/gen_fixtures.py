@@ -386,6 +386,37 @@ class ResMLP(nn.Module):
         return self.head(x)
 
 
+class BasicBlock(nn.Module):
+    """ResNet's basic block: two 3x3 conv + BN, a residual, ReLU."""
+    def __init__(self, ch):
+        super().__init__()
+        self.conv1 = nn.Conv2d(ch, ch, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(ch)
+        self.conv2 = nn.Conv2d(ch, ch, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(ch)
+
+    def forward(self, x):
+        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+class ResNet(nn.Module):
+    """Two stages of two identical blocks each, at different widths: two
+    shared-subgraph templates (fold-scopes)."""
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.stage1 = nn.Sequential(BasicBlock(8), BasicBlock(8))
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)        # 16 -> 8
+        self.stage2 = nn.Sequential(BasicBlock(16), BasicBlock(16))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = self.stage1(F.relu(self.stem(x)))
+        x = self.stage2(F.relu(self.down(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
 # ---------------------------------------------------------------- inputs
 
 def gpt_inputs(batch, gen, seq=16, vocab=128):
@@ -424,6 +455,10 @@ def resmlp_inputs(batch, gen):
     return {'x': torch.randn(batch, 32, generator=gen)}
 
 
+def resnet_inputs(batch, gen):
+    return {'x': torch.randn(batch, 3, 16, 16, generator=gen)}
+
+
 # name: (seed, constructor, input fn, output names, opset, training mode)
 # Seeds are fixed per model (the first five are the 1234 + alphabetical index
 # they were generated with), so adding a model never changes another's files.
@@ -435,6 +470,7 @@ MODELS = {
     'ln17': (1237, LN17, ln17_inputs, ['y'], 17, None),
     't5': (1240, T5, t5_inputs, ['logits'], 14, None),
     'resmlp': (1239, ResMLP, resmlp_inputs, ['y'], 13, None),
+    'resnet': (1241, ResNet, resnet_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
 }
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 
