@@ -458,7 +458,8 @@ pass_fold_scopes(Graph *g, PassCtx *cx)
 	if (!fold_by_names(&f))
 		fold_by_structure(&f);
 	/* templates in graph order (of their first GraphNode), for readers */
-	qsort(g->templates, g->ntemplates, sizeof *g->templates, by_first);
+	if (g->ntemplates > 1)
+		qsort(g->templates, g->ntemplates, sizeof *g->templates, by_first);
 	for (int t = 0; t < g->ntemplates; t++)
 		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
 			g->groups[g->templates[t].inst[i]].tmpl = t;
