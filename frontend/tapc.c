@@ -43,8 +43,10 @@ extra_help(void)
 		fprintf(f, "  %-18s %s\n", pass_registry[i].name, pass_registry[i].help);
 	fprintf(f, "\nEXIT STATUS: 0 success; 1 bad input or usage, one line per problem:\n"
 	    "  tapc: error: model.onnx: node '/h.0/attn/MatMul' (MatMul): input 1 is f32[5,4], expected [4,N]\n"
-	    "\nDocumentation: README.md, docs/ir.md (reading the IR), docs/ops.md (operators),\n"
-	    "docs/usage.md (every option).\n");
+	    "\nTHE PROGRAM: make -C OUT builds OUT/NAME (NAME: the model file's stem), which takes\n"
+	    "  --check DIR, --inputs DIR --outputs DIR, --bench N; OUT/NAME --help lists them.\n"
+	    "\nDocumentation: README.md, docs/usage.md (every option, the program), docs/ir.md\n"
+	    "(reading the IR), docs/ops.md (operators), docs/runtime.md, docs/build-integration.md.\n");
 	fclose(f);
 	return buf;
 }
