@@ -520,7 +520,7 @@ define(Loader *L, const char *name, TensorId id, const char *by)
 static char *
 bytes_str(Loader *L, ProtobufCBinaryData b, bool *ok)
 {
-	*ok = memchr(b.data, 0, b.len) == NULL;
+	*ok = !b.len || memchr(b.data, 0, b.len) == NULL; /* data may be NULL when empty */
 	char *s = ir_alloc(&L->g->arena, b.len + 1);
 	if (b.len)
 		memcpy(s, b.data, b.len);

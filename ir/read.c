@@ -911,7 +911,8 @@ parse_template(Reader *r)
 		if (g->nodes[n].group >= have)
 			have = g->nodes[n].group + 1;
 	int *inst = ir_alloc(&g->arena, sizeof *inst * ng * ni);
-	bool *used = calloc(have + 1, 1);
+	/* from the arena: a parse error below longjmps out of this function */
+	bool *used = ir_alloc(&g->arena, (size_t)have + 1);
 	for (int t = 0; t < g->ntemplates; t++)
 		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
 			used[g->templates[t].inst[i]] = true;
@@ -922,17 +923,14 @@ parse_template(Reader *r)
 			if (k)
 				expect(r, ",");
 			int gn = (int)parse_int(r, "GraphNode", 0, 1 << 20);
-			if (gn >= have || used[gn]) {
-				free(used);
+			if (gn >= have || used[gn])
 				error(r, gn >= have ? "GraphNode %d does not exist" :
 				    "GraphNode %d is in two templates", gn);
-			}
 			used[gn] = true;
 			inst[i * ng + k] = gn;
 		}
 		expect(r, "]");
 	}
-	free(used);
 	skip_space(r);
 	if (!at_end(r))
 		error(r, "expected end of line, found %s", found(r));

@@ -4,7 +4,8 @@
 # Installs the Debian packages (.ci/setup), builds tapc in build/release,
 # runs `make check` there, again under AddressSanitizer+UBSan in
 # build/asan, installs into build/prefix and builds a program with the
-# installed tapc and runtime, a short libFuzzer run of the loader, and
+# installed tapc and runtime, short libFuzzer runs of the loader and the
+# IR reader, and
 # `make distcheck`.
 # Ends with one line "N passed, M failed" summing every test case.
 set -eu
@@ -41,10 +42,10 @@ make -s install >/dev/null
 sh "$top/test/install.sh" "$top/build/install" "$top/build/prefix" >install.log 2>&1 || status=1
 grep -v '^PASS' install.log || true
 
-step "libFuzzer: loader for ${FUZZ_SECONDS}s"
+step "libFuzzer: loader and IR reader, ${FUZZ_SECONDS}s each"
 cd "$top/build/release"
 make -s fuzz FUZZ_SECONDS="$FUZZ_SECONDS" >fuzz.log 2>&1 || { tail -40 fuzz.log; status=1; }
-tail -3 fuzz.log
+grep -E '^Done' fuzz.log
 
 step "make distcheck"
 cd "$top/build/release"
