@@ -531,6 +531,43 @@ taps(const geom *g, int d, int64_t o, int64_t *start, int64_t *k0, int64_t *k1)
 }
 
 /*
+ * The common 2-D case, f32: no padding, dilation 1, every window inside the
+ * input, no indices.  Fixed window loops with none of taps()' per-output
+ * bounds arithmetic; same order of operations as the general loops.
+ */
+static bool
+pool2d_simple(const geom *g)
+{
+	if (g->in[0] != 1 || g->k[0] != 1)
+		return false;
+	for (int d = 1; d < 3; d++)
+		if (g->pb[d] || g->pe[d] || g->dil[d] != 1 ||
+		    (g->out[d] - 1) * g->st[d] + g->k[d] > g->in[d])
+			return false;
+	return true;
+}
+
+static void
+pool2d_f32(const float *x, float *y, const geom *g, bool avg)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
+	const float count = (float)(KH * KW);
+	for (int64_t p = 0; p < g->planes; p++, x += IH * IW)
+		for (int64_t oh = 0; oh < OH; oh++)
+			for (int64_t ow = 0; ow < OW; ow++) {
+				const float *xw = x + oh * SH * IW + ow * SW;
+				float acc = avg ? 0 : xw[0];
+				for (int64_t kh = 0; kh < KH; kh++)
+					for (int64_t kw = 0; kw < KW; kw++) {
+						float v = xw[kh * IW + kw];
+						acc = avg ? acc + v : (v > acc ? v : acc);
+					}
+				*y++ = avg ? acc / count : acc;
+			}
+}
+
+/*
  * MaxPool in type T; ind (may be NULL) gets the flat input index of each
  * maximum (first one on ties), row-major or, with colmajor, column-major
  * within the spatial dims.
@@ -586,6 +623,10 @@ taprt_op_MaxPool(taprt_ctx *cx, const taprt_node *n)
 
 	if (geom_get(cx, n, "MaxPool", x, y, NULL, &g))
 		return;
+	if (!ind && y->dtype == TAPRT_F32 && pool2d_simple(&g)) {
+		pool2d_f32(x->data, y->data, &g, false);
+		return;
+	}
 	int64_t *id = ind ? ind->data : NULL;
 	switch (y->dtype) {
 #define CASE(E, T, s) case E: maxpool_##s(x->data, y->data, id, &g, colmajor); break;
@@ -655,6 +696,10 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 
 	if (geom_get(cx, n, "AveragePool", x, y, NULL, &g))
 		return;
+	if (y->dtype == TAPRT_F32 && pool2d_simple(&g)) { /* no pads: incl is moot */
+		pool2d_f32(x->data, y->data, &g, true);
+		return;
+	}
 	switch (y->dtype) {
 #define CASE(E, T, s) case E: avgpool_##s(x->data, y->data, &g, incl); break;
 	FLOAT_TYPES(CASE)
