@@ -242,6 +242,8 @@ put_node(Printer *pr, NodeId id)
 		fprintf(f, " gn=%d", n->group);
 	if (n->stage != IR_NONE)
 		fprintf(f, " stage=%d", n->stage);
+	if (n->phase != PHASE_FWD)
+		fprintf(f, " phase=%s", n->phase == PHASE_BWD ? "bwd" : "opt");
 	fclose(f);
 	pr->f = out;
 

@@ -842,6 +842,15 @@ parse_node(Reader *r, const char *opname)
 		expect(r, "=");
 		n->stage = (int)parse_int(r, "stage", 0, INT_MAX);
 	}
+	if (consume_word(r, "phase")) { /* forward nodes print none */
+		expect(r, "=");
+		if (consume_word(r, "bwd"))
+			n->phase = PHASE_BWD;
+		else if (consume_word(r, "opt"))
+			n->phase = PHASE_OPT;
+		else
+			error(r, "expected phase=bwd or phase=opt, found %s", found(r));
+	}
 	if (peek(r, '#'))
 		n->name = parse_comment(r);
 	expect_end(r);

@@ -168,11 +168,13 @@ kitchen_sink(void)
 	ir_set_attr(g, n, "neg", ATTR_INT)->i = INT64_MIN;
 	g->nodes[n].stage = 3;
 
-	/* shape not inferred yet, and a scalar */
+	/* shape not inferred yet, and a scalar; training phases */
 	TensorId unk = value(g, DT_UNDEF, -1, NULL);
-	ir_add_node(g, OP_Add, "", 2, (TensorId[]){pad, s2}, 1, &unk);
+	NodeId bwd = ir_add_node(g, OP_Add, "", 2, (TensorId[]){pad, s2}, 1, &unk);
+	g->nodes[bwd].phase = PHASE_BWD;
 	TensorId sc = value(g, DT_F32, 0, NULL);
-	ir_add_node(g, OP_ReduceSum, "r", 1, &unk, 1, &sc);
+	NodeId opt = ir_add_node(g, OP_ReduceSum, "r", 1, &unk, 1, &sc);
+	g->nodes[opt].phase = PHASE_OPT;
 	/* a node with no outputs at all */
 	ir_add_node(g, OP_Identity, "sink", 1, &mask, 0, NULL);
 
@@ -254,7 +256,7 @@ test_read_structure(void)
 	    "  %2 = const i64[2] = [2,-4]\n"
 	    "  %3 = MatMul %0, %1 : f32[2,4] gn=5   # /mm\n"
 	    "  %4, _ = Split %3 {axis=1 scale=0.5 mode=\"a\\\"b\" l=[1,2] fl=[1.0,2] s=[\"p\",\"q\"] e=ints[]} : f32[2,2], _\n"
-	    "  %5 = Reshape %4, %2 : f32[2,2] stage=1\n"
+	    "  %5 = Reshape %4, %2 : f32[2,2] stage=1 phase=bwd\n"
 	    "  output %5 \"y\"\n";
 	quiet_diags();
 	Graph *g = read_str(text);
@@ -316,6 +318,8 @@ test_read_structure(void)
 
 	Node *rs = ir_node(g, 2);
 	CU_ASSERT(rs->op == OP_Reshape && rs->stage == 1 && rs->in[1] == 2);
+	CU_ASSERT(rs->phase == PHASE_BWD);
+	CU_ASSERT(g->nodes[0].phase == PHASE_FWD);
 	CU_ASSERT_EQUAL(g->noutputs, 1);
 	CU_ASSERT_STRING_EQUAL(ir_tensor(g, g->outputs[0])->name, "y");
 	CU_ASSERT_EQUAL(ir_tensor(g, g->outputs[0])->producer, 2);
