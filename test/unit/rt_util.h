@@ -10,7 +10,14 @@
 #ifndef TAPC_TEST_RT_UTIL_H
 #define TAPC_TEST_RT_UTIL_H
 
+#include <CUnit/CUnit.h>
+#include <string.h>
+
 #include "runtime/taprt.h"
+
+typedef void kernel(taprt_ctx *cx, const taprt_node *n);
+
+#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
 static inline taprt_tensor
 rt_tensor(int dtype, void *data, int rank, const int64_t *dims)
@@ -31,6 +38,19 @@ rt_node(taprt_tensor *const *in, int nin, taprt_tensor *const *out, int nout,
 	taprt_node n = {.name = "test", .opset = 17, .nin = nin, .nout = nout,
 		.nattr = nattr, .in = in, .out = out, .attr = attr};
 	return n;
+}
+
+/* Run op on the node at this opset; the kernel must not report an error. */
+static inline void
+rt_run(kernel *op, taprt_tensor **in, int nin, taprt_tensor **out, int nout,
+    const taprt_attr *attr, int nattr, int opset)
+{
+	taprt_ctx cx;
+	memset(&cx, 0, sizeof cx);
+	taprt_node n = rt_node(in, nin, out, nout, attr, nattr);
+	n.opset = opset;
+	op(&cx, &n);
+	CU_ASSERT_STRING_EQUAL(cx.error, "");
 }
 
 #endif

@@ -12,7 +12,6 @@
 #include "test/unit/rt_util.h"
 #include "test/unit/util.h"
 
-#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static taprt_attr

@@ -12,23 +12,6 @@
 #include "test/unit/rt_util.h"
 #include "test/unit/util.h"
 
-typedef void kernel(taprt_ctx *cx, const taprt_node *n);
-
-#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
-
-/* Run op on the node; the kernel must not report an error. */
-static void
-run(kernel *op, taprt_tensor **in, int nin, taprt_tensor **out, int nout,
-    const taprt_attr *attr, int nattr, int opset)
-{
-	taprt_ctx cx;
-	memset(&cx, 0, sizeof cx);
-	taprt_node n = rt_node(in, nin, out, nout, attr, nattr);
-	n.opset = opset;
-	op(&cx, &n);
-	CU_ASSERT_STRING_EQUAL(cx.error, "");
-}
-
 /* y = op(a, b) for f32 a, b of the given shapes; y has out's shape */
 static void
 bin_f32(kernel *op, const float *a, int ra, const int64_t *da, const float *b, int rb,
@@ -38,7 +21,7 @@ bin_f32(kernel *op, const float *a, int ra, const int64_t *da, const float *b, i
 	taprt_tensor tb = rt_tensor(TAPRT_F32, (void *)b, rb, db);
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, ry, dy);
 	taprt_tensor *in[] = {&ta, &tb}, *out[] = {&ty};
-	run(op, in, 2, out, 1, NULL, 0, 17);
+	rt_run(op, in, 2, out, 1, NULL, 0, 17);
 }
 
 static void
@@ -111,21 +94,21 @@ int_div_mod(void)
 	taprt_tensor *in[] = {&ta, &tb}, *out[] = {&ty};
 
 	/* truncation toward zero */
-	run(taprt_op_Div, in, 2, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Div, in, 2, out, 1, NULL, 0, 17);
 	int32_t div[] = {3, -3, -3, 3, 2, 0};
 	CU_ASSERT_EQUAL(memcmp(y, div, sizeof y), 0);
 
 	/* fmod=0: the divisor's sign */
 	taprt_attr f0 = {.name = "fmod", .type = TAPRT_ATTR_INT, .i = 0};
-	run(taprt_op_Mod, in, 2, out, 1, &f0, 1, 17);
+	rt_run(taprt_op_Mod, in, 2, out, 1, &f0, 1, 17);
 	int32_t mod[] = {1, 1, -1, -1, 0, 0};
 	CU_ASSERT_EQUAL(memcmp(y, mod, sizeof y), 0);
-	run(taprt_op_Mod, in, 2, out, 1, NULL, 0, 17);   /* default fmod=0 */
+	rt_run(taprt_op_Mod, in, 2, out, 1, NULL, 0, 17);   /* default fmod=0 */
 	CU_ASSERT_EQUAL(memcmp(y, mod, sizeof y), 0);
 
 	/* fmod=1: the dividend's sign */
 	taprt_attr f1 = {.name = "fmod", .type = TAPRT_ATTR_INT, .i = 1};
-	run(taprt_op_Mod, in, 2, out, 1, &f1, 1, 17);
+	rt_run(taprt_op_Mod, in, 2, out, 1, &f1, 1, 17);
 	int32_t fm[] = {1, -1, 1, -1, 0, 0};
 	CU_ASSERT_EQUAL(memcmp(y, fm, sizeof y), 0);
 
@@ -135,12 +118,12 @@ int_div_mod(void)
 	taprt_tensor xb = rt_tensor(TAPRT_F32, fb, 1, DIMS(4));
 	taprt_tensor xy = rt_tensor(TAPRT_F32, fy, 1, DIMS(4));
 	taprt_tensor *fin[] = {&xa, &xb}, *fout[] = {&xy};
-	run(taprt_op_Mod, fin, 2, fout, 1, &f0, 1, 17);
+	rt_run(taprt_op_Mod, fin, 2, fout, 1, &f0, 1, 17);
 	CU_ASSERT_EQUAL(fy[0], 1.5f);
 	CU_ASSERT_EQUAL(fy[1], -1.5f);
 	CU_ASSERT_EQUAL(fy[2], -0.5f);
 	CU_ASSERT_EQUAL(fy[3], 0);
-	run(taprt_op_Mod, fin, 2, fout, 1, &f1, 1, 17);
+	rt_run(taprt_op_Mod, fin, 2, fout, 1, &f1, 1, 17);
 	CU_ASSERT_EQUAL(fy[0], -0.5f);
 	CU_ASSERT_EQUAL(fy[1], 0.5f);
 	CU_ASSERT_EQUAL(fy[2], -0.5f);
@@ -151,11 +134,11 @@ int_div_mod(void)
 	taprt_tensor zb = rt_tensor(TAPRT_I64, &lb, 0, NULL);
 	taprt_tensor zy = rt_tensor(TAPRT_I64, ly, 1, DIMS(3));
 	taprt_tensor *lin[] = {&za, &zb}, *lout[] = {&zy};
-	run(taprt_op_Mod, lin, 2, lout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Mod, lin, 2, lout, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(ly[0], -1);
 	CU_ASSERT_EQUAL(ly[1], -3);
 	CU_ASSERT_EQUAL(ly[2], -1);
-	run(taprt_op_Div, lin, 2, lout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Div, lin, 2, lout, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(ly[0], 2);
 	CU_ASSERT_EQUAL(ly[1], -2);
 	CU_ASSERT_EQUAL(ly[2], 0);
@@ -172,7 +155,7 @@ cast(void)
 	taprt_tensor tf4 = rt_tensor(TAPRT_F32, f, 1, DIMS(4));
 	taprt_tensor tb = rt_tensor(TAPRT_BOOL, bo, 1, DIMS(6));
 	taprt_tensor *in[] = {&tf4}, *out[] = {&ti};
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(i[0], 1);
 	CU_ASSERT_EQUAL(i[1], -1);
 	CU_ASSERT_EQUAL(i[2], 2);
@@ -181,7 +164,7 @@ cast(void)
 	/* to bool is != 0; NaN is true */
 	in[0] = &tf;
 	out[0] = &tb;
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	bool want[] = {1, 1, 1, 1, 0, 1};
 	CU_ASSERT_EQUAL(memcmp(bo, want, sizeof bo), 0);
 
@@ -190,7 +173,7 @@ cast(void)
 	taprt_tensor td = rt_tensor(TAPRT_F64, d, 1, DIMS(6));
 	in[0] = &tb;
 	out[0] = &td;
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(d[0], 1.0);
 	CU_ASSERT_EQUAL(d[4], 0.0);
 	int64_t l[] = {-1, 300, (int64_t)1 << 40};
@@ -199,13 +182,13 @@ cast(void)
 	taprt_tensor tu = rt_tensor(TAPRT_U8, u, 1, DIMS(3));
 	in[0] = &tl;
 	out[0] = &tu;
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(u[0], 255);     /* integer narrowing wraps, as in numpy */
 	CU_ASSERT_EQUAL(u[1], 44);
 	CU_ASSERT_EQUAL(u[2], 0);
 	out[0] = &td;
 	td.numel = td.dims[0] = 3;
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(d[2], 1099511627776.0);
 
 	/* f32 <-> f16: exact, rounded, overflow, subnormal */
@@ -215,13 +198,13 @@ cast(void)
 	taprt_tensor t16 = rt_tensor(TAPRT_F16, hv, 1, DIMS(7));
 	in[0] = &th;
 	out[0] = &t16;
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(memcmp(hv, want16, sizeof hv), 0);
 	float back[7];
 	taprt_tensor tback = rt_tensor(TAPRT_F32, back, 1, DIMS(7));
 	in[0] = &t16;
 	out[0] = &tback;
-	run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(back[0], 1.0f);
 	CU_ASSERT_EQUAL(back[1], 65504.0f);
 	CU_ASSERT_EQUAL(back[2], 0.0999755859375f);
@@ -242,19 +225,19 @@ clip(void)
 
 	/* opset 11+: both inputs */
 	taprt_tensor *in3[] = {&tx, &tlo, &thi};
-	run(taprt_op_Clip, in3, 3, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Clip, in3, 3, out, 1, NULL, 0, 13);
 	float want[] = {-1.5f, -1, 0, 1, 2};
 	CU_ASSERT_EQUAL(memcmp(y, want, sizeof want), 0);
 	CU_ASSERT_TRUE(isnan(y[5]));
 
 	/* only max (min omitted) */
 	taprt_tensor *in_max[] = {&tx, NULL, &thi};
-	run(taprt_op_Clip, in_max, 3, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Clip, in_max, 3, out, 1, NULL, 0, 13);
 	float want_max[] = {-3, -1, 0, 1, 2};
 	CU_ASSERT_EQUAL(memcmp(y, want_max, sizeof want_max), 0);
 
 	/* no bounds at all: a copy */
-	run(taprt_op_Clip, in3, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Clip, in3, 1, out, 1, NULL, 0, 13);
 	CU_ASSERT_EQUAL(memcmp(y, x, 5 * sizeof *x), 0);
 
 	/* opset 6: attributes (sorted: max, min) */
@@ -262,10 +245,10 @@ clip(void)
 		{.name = "max", .type = TAPRT_ATTR_FLOAT, .f = 0.5f},
 		{.name = "min", .type = TAPRT_ATTR_FLOAT, .f = -0.5f},
 	};
-	run(taprt_op_Clip, in3, 1, out, 1, at, 2, 6);
+	rt_run(taprt_op_Clip, in3, 1, out, 1, at, 2, 6);
 	float want6[] = {-0.5f, -0.5f, 0, 0.5f, 0.5f};
 	CU_ASSERT_EQUAL(memcmp(y, want6, sizeof want6), 0);
-	run(taprt_op_Clip, in3, 1, out, 1, at + 1, 1, 6);  /* min only */
+	rt_run(taprt_op_Clip, in3, 1, out, 1, at + 1, 1, 6);  /* min only */
 	float want6b[] = {-0.5f, -0.5f, 0, 1, 3};
 	CU_ASSERT_EQUAL(memcmp(y, want6b, sizeof want6b), 0);
 
@@ -275,7 +258,7 @@ clip(void)
 	taprt_tensor tiy = rt_tensor(TAPRT_I8, iy, 1, DIMS(4));
 	taprt_tensor tilo = rt_tensor(TAPRT_I8, &ilo, 0, NULL);
 	taprt_tensor *iin[] = {&tix, &tilo}, *iout[] = {&tiy};
-	run(taprt_op_Clip, iin, 2, iout, 1, NULL, 0, 13);
+	rt_run(taprt_op_Clip, iin, 2, iout, 1, NULL, 0, 13);
 	int8_t iwant[] = {-4, -4, 0, 127};
 	CU_ASSERT_EQUAL(memcmp(iy, iwant, sizeof iy), 0);
 }
@@ -291,7 +274,7 @@ where(void)
 	taprt_tensor ty = rt_tensor(TAPRT_F32, &yv, 0, NULL);
 	taprt_tensor to = rt_tensor(TAPRT_F32, out, 2, DIMS(2, 3));
 	taprt_tensor *in[] = {&tc, &tx, &ty}, *o[] = {&to};
-	run(taprt_op_Where, in, 3, o, 1, NULL, 0, 17);
+	rt_run(taprt_op_Where, in, 3, o, 1, NULL, 0, 17);
 	float want[] = {1, 2, 3, -1, -1, -1};
 	CU_ASSERT_EQUAL(memcmp(out, want, sizeof out), 0);
 
@@ -303,7 +286,7 @@ where(void)
 	taprt_tensor ty2 = rt_tensor(TAPRT_I64, y2, 2, DIMS(2, 1));
 	taprt_tensor to2 = rt_tensor(TAPRT_I64, o2, 2, DIMS(2, 3));
 	taprt_tensor *in2[] = {&tc2, &tx2, &ty2}, *out2[] = {&to2};
-	run(taprt_op_Where, in2, 3, out2, 1, NULL, 0, 17);
+	rt_run(taprt_op_Where, in2, 3, out2, 1, NULL, 0, 17);
 	int64_t want2[] = {1, 10, 3, 4, 20, 6};
 	CU_ASSERT_EQUAL(memcmp(o2, want2, sizeof o2), 0);
 }
@@ -316,31 +299,31 @@ unary(void)
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 1, DIMS(8));
 	taprt_tensor *in[] = {&tx}, *out[] = {&ty};
 
-	run(taprt_op_Round, in, 1, out, 1, NULL, 0, 17);  /* half to even */
+	rt_run(taprt_op_Round, in, 1, out, 1, NULL, 0, 17);  /* half to even */
 	float round[] = {0, 2, 2, -0.0f, -2, -1, 0, 3};
 	CU_ASSERT_EQUAL(memcmp(y, round, sizeof y), 0);
-	run(taprt_op_Floor, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Floor, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(y[5], -2);
-	run(taprt_op_Ceil, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Ceil, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(y[5], -1);
-	run(taprt_op_Sign, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Sign, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(y[0], 1);
 	CU_ASSERT_EQUAL(y[3], -1);
 	CU_ASSERT_EQUAL(y[6], 0);
-	run(taprt_op_Relu, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Relu, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(y[4], 0);
 	CU_ASSERT_EQUAL(y[7], 3);
-	run(taprt_op_LeakyRelu, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_LeakyRelu, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_DOUBLE_EQUAL(y[4], -0.025, 1e-7);
-	run(taprt_op_HardSwish, in, 1, out, 1, NULL, 0, 17);   /* x relu6(x+3)/6 */
+	rt_run(taprt_op_HardSwish, in, 1, out, 1, NULL, 0, 17);   /* x relu6(x+3)/6 */
 	CU_ASSERT_DOUBLE_EQUAL(y[7], 3, 1e-6);
 	CU_ASSERT_DOUBLE_EQUAL(y[3], -0.5 * 2.5 / 6, 1e-6);
-	run(taprt_op_Sigmoid, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Sigmoid, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_DOUBLE_EQUAL(y[6], 0.5, 1e-7);
 	CU_ASSERT_DOUBLE_EQUAL(y[7], 1 / (1 + exp(-3.0)), 1e-7);
-	run(taprt_op_Softplus, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Softplus, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_DOUBLE_EQUAL(y[7], log(1 + exp(3.0)), 1e-6);
-	run(taprt_op_Elu, in, 1, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Elu, in, 1, out, 1, NULL, 0, 17);
 	CU_ASSERT_DOUBLE_EQUAL(y[4], exp(-2.5) - 1, 1e-6);
 
 	/* erf to fp32 accuracy: erf(0.5), erf(1), erf(-2), erf(0.01) */
@@ -348,7 +331,7 @@ unary(void)
 	taprt_tensor tex = rt_tensor(TAPRT_F32, ex, 1, DIMS(4));
 	taprt_tensor tey = rt_tensor(TAPRT_F32, ey, 1, DIMS(4));
 	taprt_tensor *ein[] = {&tex}, *eout[] = {&tey};
-	run(taprt_op_Erf, ein, 1, eout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Erf, ein, 1, eout, 1, NULL, 0, 17);
 	CU_ASSERT_DOUBLE_EQUAL(ey[0], 0.5204998778130465, 1e-7);
 	CU_ASSERT_DOUBLE_EQUAL(ey[1], 0.8427007929497149, 1e-7);
 	CU_ASSERT_DOUBLE_EQUAL(ey[2], -0.9953222650189527, 1e-7);
@@ -361,9 +344,9 @@ unary(void)
 	taprt_tensor tix = rt_tensor(TAPRT_I32, ix, 1, DIMS(3));
 	taprt_tensor tiy = rt_tensor(TAPRT_I32, iy, 1, DIMS(3));
 	taprt_tensor *iin[] = {&tix}, *iout[] = {&tiy};
-	run(taprt_op_Abs, iin, 1, iout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Abs, iin, 1, iout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(iy[0] == 3 && iy[1] == 0 && iy[2] == 5);
-	run(taprt_op_Neg, iin, 1, iout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Neg, iin, 1, iout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(iy[0] == 3 && iy[1] == 0 && iy[2] == -5);
 
 	/* Not, IsNaN */
@@ -371,12 +354,12 @@ unary(void)
 	taprt_tensor tb = rt_tensor(TAPRT_BOOL, b, 1, DIMS(2));
 	taprt_tensor tnb = rt_tensor(TAPRT_BOOL, nb, 1, DIMS(2));
 	taprt_tensor *bin[] = {&tb}, *bout[] = {&tnb};
-	run(taprt_op_Not, bin, 1, bout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Not, bin, 1, bout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(!nb[0] && nb[1]);
 	float nx[] = {NAN, 1};
 	taprt_tensor tnx = rt_tensor(TAPRT_F32, nx, 1, DIMS(2));
 	bin[0] = &tnx;
-	run(taprt_op_IsNaN, bin, 1, bout, 1, NULL, 0, 17);
+	rt_run(taprt_op_IsNaN, bin, 1, bout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(nb[0] && !nb[1]);
 
 	/* unsupported dtype: an error, not a crash */
@@ -409,7 +392,7 @@ power(void)
 	taprt_tensor te = rt_tensor(TAPRT_I64, e, 1, DIMS(3));
 	taprt_tensor tr = rt_tensor(TAPRT_I64, r, 1, DIMS(3));
 	taprt_tensor *in[] = {&tb, &te}, *out[] = {&tr};
-	run(taprt_op_Pow, in, 2, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Pow, in, 2, out, 1, NULL, 0, 17);
 	CU_ASSERT_EQUAL(r[0], 4052555153018976267LL);
 	CU_ASSERT_EQUAL(r[1], -8);
 	CU_ASSERT_EQUAL(r[2], 1);
@@ -420,7 +403,7 @@ power(void)
 	taprt_tensor tle = rt_tensor(TAPRT_I64, le, 1, DIMS(4));
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 1, DIMS(4));
 	taprt_tensor *min[] = {&tx, &tle}, *mout[] = {&ty};
-	run(taprt_op_Pow, min, 2, mout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Pow, min, 2, mout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(y[0] == 4 && y[1] == 0.015625f && y[2] == 1.0f / 3 && y[3] == 1);
 	int32_t ib[] = {1, 2, 3}, iy[3];
 	float fe[] = {1, 2, 3};
@@ -428,7 +411,7 @@ power(void)
 	taprt_tensor tfe = rt_tensor(TAPRT_F32, fe, 1, DIMS(3));
 	taprt_tensor tiy = rt_tensor(TAPRT_I32, iy, 1, DIMS(3));
 	taprt_tensor *min2[] = {&tib, &tfe}, *mout2[] = {&tiy};
-	run(taprt_op_Pow, min2, 2, mout2, 1, NULL, 0, 17);
+	rt_run(taprt_op_Pow, min2, 2, mout2, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(iy[0] == 1 && iy[1] == 4 && iy[2] == 27);
 }
 
@@ -441,13 +424,13 @@ compare_logic(void)
 	taprt_tensor tb = rt_tensor(TAPRT_I32, b, 2, DIMS(2, 1));
 	taprt_tensor ty = rt_tensor(TAPRT_BOOL, y, 2, DIMS(2, 3));
 	taprt_tensor *in[] = {&ta, &tb}, *out[] = {&ty};
-	run(taprt_op_Less, in, 2, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Less, in, 2, out, 1, NULL, 0, 17);
 	bool lt[] = {1, 0, 0, 1, 0, 0};
 	CU_ASSERT_EQUAL(memcmp(y, lt, 6), 0);
-	run(taprt_op_GreaterOrEqual, in, 2, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_GreaterOrEqual, in, 2, out, 1, NULL, 0, 17);
 	bool ge[] = {0, 1, 1, 0, 1, 1};
 	CU_ASSERT_EQUAL(memcmp(y, ge, 6), 0);
-	run(taprt_op_Equal, in, 2, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Equal, in, 2, out, 1, NULL, 0, 17);
 	bool eq[] = {0, 1, 0, 0, 1, 0};
 	CU_ASSERT_EQUAL(memcmp(y, eq, 6), 0);
 
@@ -456,13 +439,13 @@ compare_logic(void)
 	taprt_tensor tq = rt_tensor(TAPRT_BOOL, q, 1, DIMS(4));
 	taprt_tensor tr = rt_tensor(TAPRT_BOOL, r, 1, DIMS(4));
 	taprt_tensor *bin[] = {&tp, &tq}, *bout[] = {&tr};
-	run(taprt_op_And, bin, 2, bout, 1, NULL, 0, 17);
+	rt_run(taprt_op_And, bin, 2, bout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(!r[0] && !r[1] && !r[2] && r[3]);
-	run(taprt_op_Or, bin, 2, bout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Or, bin, 2, bout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(!r[0] && r[1] && r[2] && r[3]);
-	run(taprt_op_Xor, bin, 2, bout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Xor, bin, 2, bout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(!r[0] && r[1] && r[2] && !r[3]);
-	run(taprt_op_Equal, bin, 2, bout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Equal, bin, 2, bout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(r[0] && !r[1] && !r[2] && r[3]);
 }
 
@@ -476,16 +459,16 @@ variadic(void)
 	taprt_tensor tc = rt_tensor(TAPRT_F32, &c, 0, NULL);
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 2, DIMS(2, 3));
 	taprt_tensor *in[] = {&tc, &tb, &ta}, *out[] = {&ty};  /* smallest first */
-	run(taprt_op_Sum, in, 3, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Sum, in, 3, out, 1, NULL, 0, 17);
 	for (int i = 0; i < 6; i++)
 		CU_ASSERT_EQUAL(y[i], a[i] + 6);
-	run(taprt_op_Mean, in, 3, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Mean, in, 3, out, 1, NULL, 0, 17);
 	for (int i = 0; i < 6; i++)
 		CU_ASSERT_DOUBLE_EQUAL(y[i], (a[i] + 6) / 3, 1e-6);
-	run(taprt_op_Max, in, 3, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Max, in, 3, out, 1, NULL, 0, 17);
 	float mx[] = {4, 9, 4, 4, 5, 4};
 	CU_ASSERT_EQUAL(memcmp(y, mx, sizeof y), 0);
-	run(taprt_op_Min, in, 3, out, 1, NULL, 0, 17);
+	rt_run(taprt_op_Min, in, 3, out, 1, NULL, 0, 17);
 	float mn[] = {1, 2, 2, -4, 2, 0};
 	CU_ASSERT_EQUAL(memcmp(y, mn, sizeof y), 0);
 
@@ -494,7 +477,7 @@ variadic(void)
 	taprt_tensor tl = rt_tensor(TAPRT_I64, l, 1, DIMS(2));
 	taprt_tensor tly = rt_tensor(TAPRT_I64, ly, 1, DIMS(2));
 	taprt_tensor *lin[] = {&tl}, *lout[] = {&tly};
-	run(taprt_op_Max, lin, 1, lout, 1, NULL, 0, 17);
+	rt_run(taprt_op_Max, lin, 1, lout, 1, NULL, 0, 17);
 	CU_ASSERT_TRUE(ly[0] == 5 && ly[1] == -5);
 }
 
@@ -515,11 +498,11 @@ prelu_dropout(void)
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 2, DIMS(2, 3));
 	taprt_tensor tm = rt_tensor(TAPRT_BOOL, mask, 2, DIMS(2, 3));
 	taprt_tensor *in[] = {&tx}, *out[] = {&ty, &tm};
-	run(taprt_op_Dropout, in, 1, out, 2, NULL, 0, 13);
+	rt_run(taprt_op_Dropout, in, 1, out, 2, NULL, 0, 13);
 	CU_ASSERT_EQUAL(memcmp(x, y, sizeof y), 0);
 	for (int i = 0; i < 6; i++)
 		CU_ASSERT_TRUE(mask[i]);
-	run(taprt_op_Identity, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Identity, in, 1, out, 1, NULL, 0, 13);
 	CU_ASSERT_EQUAL(memcmp(x, y, sizeof y), 0);
 }
 

@@ -11,7 +11,6 @@
 #include "test/unit/util.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define RANK(...) ((int)NELEM(DIMS(__VA_ARGS__)))
 #define A_INT(nm, v) {.name = (nm), .type = TAPRT_ATTR_INT, .i = (v)}
 #define A_FLOAT(nm, v) {.name = (nm), .type = TAPRT_ATTR_FLOAT, .f = (v)}

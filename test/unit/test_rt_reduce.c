@@ -12,22 +12,6 @@
 #include "test/unit/rt_util.h"
 #include "test/unit/util.h"
 
-typedef void kernel(taprt_ctx *cx, const taprt_node *n);
-
-#define DIMS(...) ((const int64_t[]){__VA_ARGS__})
-
-static void
-run(kernel *op, taprt_tensor **in, int nin, taprt_tensor **out, int nout,
-    const taprt_attr *attr, int nattr, int opset)
-{
-	taprt_ctx cx;
-	memset(&cx, 0, sizeof cx);
-	taprt_node n = rt_node(in, nin, out, nout, attr, nattr);
-	n.opset = opset;
-	op(&cx, &n);
-	CU_ASSERT_STRING_EQUAL(cx.error, "");
-}
-
 static float iota24[24];
 
 static void
@@ -52,9 +36,9 @@ reduce_iota(kernel *op, const int64_t *axes, int naxes, int keep, float *y, int 
 		{.name = "keepdims", .type = TAPRT_ATTR_INT, .i = keep},
 	};
 	if (naxes)
-		run(op, in, 1, out, 1, at, 2, opset);
+		rt_run(op, in, 1, out, 1, at, 2, opset);
 	else
-		run(op, in, 1, out, 1, at + 1, 1, opset);
+		rt_run(op, in, 1, out, 1, at + 1, 1, opset);
 }
 
 static void
@@ -110,11 +94,11 @@ reduce_axes(void)
 		{.name = "axes", .type = TAPRT_ATTR_INTS, .n = 1, .is = DIMS(0)},
 		{.name = "keepdims", .type = TAPRT_ATTR_INT, .i = 0},
 	};
-	run(taprt_op_ReduceProd, in, 1, out, 1, at, 2, 13);
+	rt_run(taprt_op_ReduceProd, in, 1, out, 1, at, 2, 13);
 	for (int c = 0; c < 4; c++)
 		CU_ASSERT_EQUAL(p[c], (c + 1) * (c + 5));
 	/* integer mean truncates: (c+1 + c+5)/2 = c+3 exactly */
-	run(taprt_op_ReduceMean, in, 1, out, 1, at, 2, 13);
+	rt_run(taprt_op_ReduceMean, in, 1, out, 1, at, 2, 13);
 	for (int c = 0; c < 4; c++)
 		CU_ASSERT_EQUAL(p[c], c + 3);
 }
@@ -131,13 +115,13 @@ reduce_axes_input(void)
 	taprt_tensor *in[] = {&tx, &ta}, *out[] = {&ty};
 
 	/* ReduceSum at opset 13 takes axes from input 1 */
-	run(taprt_op_ReduceSum, in, 2, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_ReduceSum, in, 2, out, 1, NULL, 0, 13);
 	for (int a = 0; a < 2; a++)
 		for (int c = 0; c < 4; c++)
 			CU_ASSERT_EQUAL(y[a * 4 + c], 36 * a + 3 * c + 12);
 
 	/* other reductions do from opset 18 */
-	run(taprt_op_ReduceMax, in, 2, out, 1, NULL, 0, 18);
+	rt_run(taprt_op_ReduceMax, in, 2, out, 1, NULL, 0, 18);
 	for (int a = 0; a < 2; a++)
 		for (int c = 0; c < 4; c++)
 			CU_ASSERT_EQUAL(y[a * 4 + c], 12 * a + 8 + c);
@@ -147,15 +131,15 @@ reduce_axes_input(void)
 	in[1] = &te;
 	taprt_tensor t1 = rt_tensor(TAPRT_F32, y, 3, DIMS(1, 1, 1));
 	out[0] = &t1;
-	run(taprt_op_ReduceSum, in, 2, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_ReduceSum, in, 2, out, 1, NULL, 0, 13);
 	CU_ASSERT_EQUAL(y[0], 276);
 	/* absent axes input: the same */
-	run(taprt_op_ReduceSum, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_ReduceSum, in, 1, out, 1, NULL, 0, 13);
 	CU_ASSERT_EQUAL(y[0], 276);
 	taprt_attr noop = {.name = "noop_with_empty_axes", .type = TAPRT_ATTR_INT, .i = 1};
 	taprt_tensor tall = rt_tensor(TAPRT_F32, y, 3, DIMS(2, 3, 4));
 	out[0] = &tall;
-	run(taprt_op_ReduceSum, in, 2, out, 1, &noop, 1, 13);
+	rt_run(taprt_op_ReduceSum, in, 2, out, 1, &noop, 1, 13);
 	CU_ASSERT_EQUAL(memcmp(y, iota24, sizeof y), 0);
 }
 
@@ -172,11 +156,11 @@ argmax_ties(void)
 		{.name = "keepdims", .type = TAPRT_ATTR_INT, .i = 1},
 		{.name = "select_last_index", .type = TAPRT_ATTR_INT, .i = 1},
 	};
-	run(taprt_op_ArgMax, in, 1, out, 1, at, 2, 13);
+	rt_run(taprt_op_ArgMax, in, 1, out, 1, at, 2, 13);
 	CU_ASSERT_TRUE(y[0] == 1 && y[1] == 0);
-	run(taprt_op_ArgMax, in, 1, out, 1, at, 3, 13);
+	rt_run(taprt_op_ArgMax, in, 1, out, 1, at, 3, 13);
 	CU_ASSERT_TRUE(y[0] == 2 && y[1] == 1);
-	run(taprt_op_ArgMin, in, 1, out, 1, at, 2, 13);
+	rt_run(taprt_op_ArgMin, in, 1, out, 1, at, 2, 13);
 	CU_ASSERT_TRUE(y[0] == 0 && y[1] == 2);
 
 	/* axis 0 (the default), ints: ties between the rows at column 2 */
@@ -185,9 +169,9 @@ argmax_ties(void)
 	taprt_tensor ty3 = rt_tensor(TAPRT_I64, y, 1, DIMS(3));
 	in[0] = &tix;
 	out[0] = &ty3;
-	run(taprt_op_ArgMax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_ArgMax, in, 1, out, 1, NULL, 0, 13);
 	CU_ASSERT_TRUE(y[0] == 0 && y[1] == 1 && y[2] == 0);
-	run(taprt_op_ArgMin, in, 1, out, 1, at + 2, 1, 13);
+	rt_run(taprt_op_ArgMin, in, 1, out, 1, at + 2, 1, 13);
 	CU_ASSERT_TRUE(y[0] == 1 && y[1] == 0 && y[2] == 1);
 }
 
@@ -200,12 +184,12 @@ softmax_stable(void)
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 2, DIMS(2, 3));
 	taprt_tensor *in[] = {&tx}, *out[] = {&ty};
 	double e[] = {1, exp(1.0), exp(2.0)}, s = e[0] + e[1] + e[2];
-	run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
 	for (int i = 0; i < 3; i++) {
 		CU_ASSERT_DOUBLE_EQUAL(y[i], e[i] / s, 1e-6);
 		CU_ASSERT_DOUBLE_EQUAL(y[3 + i], e[2 - i] / s, 1e-6);
 	}
-	run(taprt_op_LogSoftmax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_LogSoftmax, in, 1, out, 1, NULL, 0, 13);
 	for (int i = 0; i < 3; i++) {
 		CU_ASSERT_DOUBLE_EQUAL(y[i], i - 2 - log1p(exp(-1.0) + exp(-2.0)), 1e-5);
 		CU_ASSERT_DOUBLE_EQUAL(y[3 + i], -i - log1p(exp(-1.0) + exp(-2.0)), 1e-5);
@@ -217,7 +201,7 @@ softmax_stable(void)
 	taprt_tensor tmy = rt_tensor(TAPRT_F32, y, 1, DIMS(4));
 	in[0] = &tm;
 	out[0] = &tmy;
-	run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
 	CU_ASSERT_EQUAL(y[1], 0);
 	CU_ASSERT_DOUBLE_EQUAL(y[3], exp(1.0) / (2 + exp(1.0)), 1e-6);
 }
@@ -249,13 +233,13 @@ softmax_axes(void)
 	taprt_attr ax1 = {.name = "axis", .type = TAPRT_ATTR_INT, .i = 1};
 
 	/* opset 13: a single middle axis */
-	run(taprt_op_Softmax, in, 1, out, 1, &ax1, 1, 13);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, &ax1, 1, 13);
 	softmax_ref(x, r, 2, 3, 2);
 	for (int i = 0; i < 12; i++)
 		CU_ASSERT_DOUBLE_EQUAL(y[i], r[i], 1e-6);
 
 	/* opset 11: flattened to [2, 6] at axis 1 (the default) */
-	run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 11);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 11);
 	softmax_ref(x, r, 2, 6, 1);
 	for (int i = 0; i < 12; i++)
 		CU_ASSERT_DOUBLE_EQUAL(y[i], r[i], 1e-6);
@@ -268,7 +252,7 @@ softmax_axes(void)
 	taprt_tensor tdy = rt_tensor(TAPRT_F64, dy, 3, DIMS(2, 3, 2));
 	in[0] = &tdx;
 	out[0] = &tdy;
-	run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
 	softmax_ref(x, r, 6, 2, 1);
 	for (int i = 0; i < 12; i++)
 		CU_ASSERT_DOUBLE_EQUAL(dy[i], r[i], 1e-12);
@@ -287,7 +271,7 @@ softmax_exp_accuracy(void)
 	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 2, DIMS(N, 2));
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 2, DIMS(N, 2));
 	taprt_tensor *in[] = {&tx}, *out[] = {&ty};
-	run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
 	int bad = 0;
 	for (int i = 0; i < N; i++) {
 		double want = 1 / (1 + exp(-(double)x[2 * i]));
@@ -308,7 +292,7 @@ softmax_exp_accuracy(void)
 	taprt_tensor tly = rt_tensor(TAPRT_F32, ly, 1, DIMS(75));
 	in[0] = &tlx;
 	out[0] = &tly;
-	run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
+	rt_run(taprt_op_Softmax, in, 1, out, 1, NULL, 0, 13);
 	bad = 0;
 	for (int i = 0; i < 75; i++)
 		bad += fabs(ly[i] - exp(lx[i]) / s) > 1e-6 * (exp(lx[i]) / s) + 1e-12;
@@ -328,7 +312,7 @@ layernorm(void)
 	taprt_tensor tm = rt_tensor(TAPRT_F32, mean, 2, DIMS(2, 1));
 	taprt_tensor ti = rt_tensor(TAPRT_F32, inv, 2, DIMS(2, 1));
 	taprt_tensor *in[] = {&tx, &ts, &tb}, *out[] = {&ty, &tm, &ti};
-	run(taprt_op_LayerNormalization, in, 3, out, 3, NULL, 0, 17);
+	rt_run(taprt_op_LayerNormalization, in, 3, out, 3, NULL, 0, 17);
 	double m[] = {2.5, 4}, v[] = {1.25, 4};
 	for (int r = 0; r < 2; r++) {
 		double is = 1 / sqrt(v[r] + 1e-5);
@@ -349,7 +333,7 @@ layernorm(void)
 	taprt_tensor ts2 = rt_tensor(TAPRT_F32, s, 1, DIMS(2));
 	taprt_tensor ty3 = rt_tensor(TAPRT_F32, y, 3, DIMS(2, 2, 2));
 	taprt_tensor *in2[] = {&tx3, &ts2}, *out2[] = {&ty3};
-	run(taprt_op_LayerNormalization, in2, 2, out2, 1, at, 2, 17);
+	rt_run(taprt_op_LayerNormalization, in2, 2, out2, 1, at, 2, 17);
 	for (int r = 0; r < 2; r++) {
 		double is = 1 / sqrt(v[r] + 0.5);
 		for (int i = 0; i < 4; i++)
@@ -371,7 +355,7 @@ batchnorm(void)
 	taprt_tensor tv = rt_tensor(TAPRT_F32, var, 1, DIMS(2));
 	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 3, DIMS(2, 2, 2));
 	taprt_tensor *in[] = {&tx, &ts, &tb, &tmu, &tv}, *out[] = {&ty, NULL, NULL};
-	run(taprt_op_BatchNormalization, in, 5, out, 1, NULL, 0, 15);
+	rt_run(taprt_op_BatchNormalization, in, 5, out, 1, NULL, 0, 15);
 	for (int n = 0; n < 2; n++)
 		for (int c = 0; c < 2; c++)
 			for (int i = 0; i < 2; i++) {
@@ -392,7 +376,7 @@ batchnorm(void)
 		{.name = "momentum", .type = TAPRT_ATTR_FLOAT, .f = 0.5f},
 		{.name = "training_mode", .type = TAPRT_ATTR_INT, .i = 1},
 	};
-	run(taprt_op_BatchNormalization, in, 5, out, 3, at, 3, 15);
+	rt_run(taprt_op_BatchNormalization, in, 5, out, 3, at, 3, 15);
 	double bm[] = {2.5, 25}, bv[] = {1.25, 125};
 	for (int c = 0; c < 2; c++) {
 		CU_ASSERT_DOUBLE_EQUAL(rm[c], 0.5 * mu[c] + 0.5 * bm[c], 1e-5);
