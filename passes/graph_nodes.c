@@ -5,11 +5,11 @@
  * GraphNode (Node.group), GraphNodes are listed in topological order of
  * their first op, and each holds at most one "anchor": an op that owns a
  * weight or a unit of computation (MatMul, Gemm, Conv, an embedding
- * Gather, Softmax, a normalization, a pooling).  Lighter ops join the
- * GraphNode of an input's producer in the same name scope, so a MatMul
- * takes its bias Add and reshapes, a LayerNorm chain (ReduceMean, Sub,
- * Pow, Sqrt, Div, Mul, Add) stays together, and attention's scale and mask
- * join its score MatMul.  Without names every scope is "", and light ops
+ * Gather, a normalization, a pooling).  Lighter ops join the GraphNode of
+ * an input's producer in the same name scope, so a MatMul takes its bias
+ * Add and reshapes, a LayerNorm chain (ReduceMean, Sub, Pow, Sqrt, Div,
+ * Mul, Add) stays together, and attention's scores, scale, mask and
+ * Softmax form one GraphNode (TAP: "a Softmax with its scale").  Without names every scope is "", and light ops
  * follow their producer's anchor: the grouping is coarser but still
  * structural, which is all fold-scopes needs.
  */
@@ -22,7 +22,7 @@ static bool
 is_anchor(Graph *g, Node *n)
 {
 	switch (n->op) {
-	case OP_MatMul: case OP_Gemm: case OP_Conv: case OP_Softmax: case OP_LogSoftmax:
+	case OP_MatMul: case OP_Gemm: case OP_Conv:
 	case OP_LayerNormalization: case OP_BatchNormalization: case OP_MaxPool:
 	case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
 		return true;
