@@ -115,7 +115,10 @@ block_hash(Folder *f, const int *gns, int n)
 		}
 	for (int i = 0; i < nops; i++)
 		f->local[ops[i]] = i;
+	/* the partition into GraphNodes too, so instances align position by position */
 	uint64_t h = mix(0, (uint64_t)nops);
+	for (int i = 0; i < n; i++)
+		h = mix(h, (uint64_t)g->groups[gns[i]].nnodes);
 	for (int i = 0; i < nops; i++) {
 		Node *nd = &g->nodes[ops[i]];
 		h = mix(mix(mix(h, nd->op), nd->nin), nd->nout);
@@ -203,9 +206,10 @@ add_template(Folder *f, const char *name, int ngroups, int ninst, const int *ins
 typedef struct {
 	const char *name;               /* scope prefix */
 	size_t len;
-	int first;                      /* index into the sorted GraphNode list */
-	int n;
-	uint64_t hash;
+	int first;                      /* index of its first GraphNode in `order` */
+	int n;                          /* GraphNodes */
+	uint64_t hash;                  /* canonical hash (blocks of >= 2 GraphNodes) */
+	int next;                       /* next block with an equal hash, -1 */
 } Block;
 
 /* Length of the first `depth` components of name's scope ("/a/b/c/Op", 2
@@ -225,106 +229,146 @@ prefix_len(const char *name, int depth)
 	return (size_t)(p - name);
 }
 
-static int by_hash(const void *a, const void *b)
+/* An open-addressing table of ints keyed by a 64-bit hash, with the key's
+ * equality decided by the caller (eq).  Linear time: no sorting anywhere. */
+typedef struct {
+	int *slot;                      /* -1 empty, else a caller's index */
+	size_t mask;
+} Table;
+
+static void
+table_init(Table *t, int n)
 {
-	const Block *x = a, *y = b;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return x->first - y->first;
+	size_t cap = 16;
+	while (cap < (size_t)n * 2 + 2)
+		cap *= 2;
+	t->slot = malloc(sizeof *t->slot * cap);
+	for (size_t i = 0; i < cap; i++)
+		t->slot[i] = -1;
+	t->mask = cap - 1;
+}
+
+/* The slot holding an index equal to the key, or the empty one to fill. */
+static int *
+table_find(Table *t, uint64_t h, bool (*eq)(void *, int), void *key)
+{
+	for (size_t i = h & t->mask;; i = (i + 1) & t->mask)
+		if (t->slot[i] < 0 || eq(key, t->slot[i]))
+			return &t->slot[i];
 }
 
 typedef struct {
-	Graph *g;
-	const size_t *plen;             /* per GraphNode: its prefix length at this depth */
-} PrefixKey;
+	const Block *blocks;
+	const char *name;
+	size_t len;
+	uint64_t hash;
+} Key;
 
-static int by_prefix(const void *a, const void *b, void *arg);
-
-static int
-by_first_gn(const void *a, const void *b, void *order)
+static bool
+same_prefix(void *k, int b)
 {
-	const int *o = order;
-	return o[((const Block *)a)->first] - o[((const Block *)b)->first];
+	const Key *key = k;
+	return key->blocks[b].len == key->len && memcmp(key->blocks[b].name, key->name, key->len) == 0;
 }
 
+static bool
+same_hash(void *k, int b)
+{
+	const Key *key = k;
+	return key->blocks[b].hash == key->hash;
+}
+
+/*
+ * Blocks are the unclaimed GraphNodes under one depth-d scope prefix, in
+ * graph order; blocks with equal canonical hashes and at least min_dup
+ * members form a template, instances in graph order.  Hash tables group by
+ * prefix and by hash, so each depth is linear in GraphNodes.
+ */
 static int
 fold_by_names(Folder *f)
 {
 	Graph *g = f->g;
-	int found = 0, maxdepth = 0;
-	for (int k = 0; k < g->ngroups; k++)
+	int ng = g->ngroups, found = 0, maxdepth = 0;
+	for (int k = 0; k < ng; k++)
 		for (int d = 1; prefix_len(g->groups[k].name, d); d++)
 			maxdepth = d > maxdepth ? d : maxdepth;
-	int *order = malloc(sizeof *order * (g->ngroups + 1));
-	size_t *plen = malloc(sizeof *plen * (g->ngroups + 1));
-	Block *blocks = malloc(sizeof *blocks * (g->ngroups + 1));
+	int *order = malloc(sizeof *order * (ng + 1));
+	int *blockof = malloc(sizeof *blockof * (ng + 1));
+	Block *blocks = malloc(sizeof *blocks * (ng + 1));
 	for (int depth = 1; depth <= maxdepth; depth++) {
-		/* the unclaimed GraphNodes with a depth-d prefix, grouped by it */
-		int n = 0;
-		for (int k = 0; k < g->ngroups; k++) {
-			plen[k] = f->claimed[k] ? 0 : prefix_len(g->groups[k].name, depth);
-			if (plen[k])
-				order[n++] = k;
-		}
-		PrefixKey arg = {g, plen};
-		qsort_r(order, n, sizeof *order, by_prefix, &arg);
+		Table byname, byhash;
+		table_init(&byname, ng);
+		table_init(&byhash, ng);
 		int nb = 0;
-		for (int i = 0; i < n;) {
-			const char *name = g->groups[order[i]].name;
-			size_t len = plen[order[i]];
-			int j = i;
-			while (j < n && plen[order[j]] == len &&
-			    memcmp(g->groups[order[j]].name, name, len) == 0)
-				j++;
-			/* GraphNodes of a block in graph order */
-			for (int a = i + 1; a < j; a++)
-				for (int b = a; b > i && order[b - 1] > order[b]; b--) {
-					int t = order[b];
-					order[b] = order[b - 1];
-					order[b - 1] = t;
-				}
-			if (j - i >= 2)
-				blocks[nb++] = (Block){name, len, i, j - i, block_hash(f, order + i, j - i)};
-			i = j;
-		}
-		qsort(blocks, nb, sizeof *blocks, by_hash);
-		for (int i = 0; i < nb;) {
-			int j = i;
-			while (j < nb && blocks[j].hash == blocks[i].hash)
-				j++;
-			if (j - i >= f->min_dup) {
-				/* instances in graph order: by their first GraphNode */
-				qsort_r(blocks + i, j - i, sizeof *blocks, by_first_gn, order);
-				int ng = blocks[i].n;
-				int *inst = malloc(sizeof *inst * ng * (j - i));
-				for (int b = i; b < j; b++)
-					memcpy(inst + (b - i) * ng, order + blocks[b].first, sizeof *inst * ng);
-				add_template(f, pattern(g, blocks[i].name, blocks[i].len), ng, j - i, inst);
-				free(inst);
-				found++;
+		for (int k = 0; k < ng; k++) {
+			blockof[k] = -1;
+			size_t len = f->claimed[k] ? 0 : prefix_len(g->groups[k].name, depth);
+			if (!len)
+				continue;
+			Key key = {blocks, g->groups[k].name, len, 0};
+			uint64_t h = 1469598103934665603ULL;
+			for (size_t i = 0; i < len; i++)
+				h = (h ^ (unsigned char)key.name[i]) * 1099511628211ULL;
+			int *slot = table_find(&byname, h, same_prefix, &key);
+			if (*slot < 0) {
+				blocks[nb] = (Block){key.name, len, 0, 0, 0, -1};
+				*slot = nb++;
 			}
-			i = j;
+			blockof[k] = *slot;
+			blocks[*slot].n++;
 		}
+		/* lay the blocks' GraphNodes out contiguously, in graph order */
+		for (int b = 0, at = 0; b < nb; b++) {
+			blocks[b].first = at;
+			at += blocks[b].n;
+			blocks[b].n = 0;
+		}
+		for (int k = 0; k < ng; k++)
+			if (blockof[k] >= 0) {
+				Block *bl = &blocks[blockof[k]];
+				order[bl->first + bl->n++] = k;
+			}
+		/* chain blocks of equal hash; heads in order of first appearance */
+		int *heads = malloc(sizeof *heads * (nb + 1)), nh = 0;
+		for (int b = 0; b < nb; b++) {
+			if (blocks[b].n < 2)
+				continue;
+			blocks[b].hash = block_hash(f, order + blocks[b].first, blocks[b].n);
+			Key key = {blocks, NULL, 0, blocks[b].hash};
+			int *slot = table_find(&byhash, blocks[b].hash, same_hash, &key);
+			if (*slot < 0) {
+				*slot = b;
+				heads[nh++] = b;
+			} else {
+				int t = *slot;
+				while (blocks[t].next >= 0)
+					t = blocks[t].next;
+				blocks[t].next = b;
+			}
+		}
+		for (int i = 0; i < nh; i++) {
+			int count = 0;
+			for (int b = heads[i]; b >= 0; b = blocks[b].next)
+				count++;
+			if (count < f->min_dup)
+				continue;
+			int w = blocks[heads[i]].n, c = 0;
+			int *inst = malloc(sizeof *inst * w * count);
+			for (int b = heads[i]; b >= 0; b = blocks[b].next)
+				memcpy(inst + w * c++, order + blocks[b].first, sizeof *inst * w);
+			add_template(f, pattern(g, blocks[heads[i]].name, blocks[heads[i]].len), w,
+			    count, inst);
+			free(inst);
+			found++;
+		}
+		free(heads);
+		free(byname.slot);
+		free(byhash.slot);
 	}
 	free(order);
-	free(plen);
+	free(blockof);
 	free(blocks);
 	return found;
-}
-
-static int
-by_prefix(const void *a, const void *b, void *arg)
-{
-	const PrefixKey *c = arg;
-	int ia = *(const int *)a, ib = *(const int *)b;
-	const char *x = c->g->groups[ia].name, *y = c->g->groups[ib].name;
-	size_t lx = c->plen[ia], ly = c->plen[ib];
-	int r = memcmp(x, y, lx < ly ? lx : ly);
-	if (r)
-		return r;
-	if (lx != ly)
-		return lx < ly ? -1 : 1;
-	return *(const int *)a - *(const int *)b;
 }
 
 /* --------------------------------------------------------- structure */
