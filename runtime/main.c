@@ -11,6 +11,11 @@
  * the outputs of the rank that holds them.  Exit status: 0 success, 1 a
  * failed check or a run-time error, 2 bad usage.  Never one full copy of
  * the model per rank: see weights.c.
+ *
+ * Tensor parallelism (p->tp > 1): the ranks of one TP group run the same
+ * rank program and differ only in cx->tp_rank (which weight slices they
+ * load), so every rank but output_rank writes its outputs into private
+ * buffers; only output_rank's land in the buffers that are checked.
  */
 #include <errno.h>
 #include <limits.h>
@@ -35,7 +40,9 @@ typedef struct {
 	const taprt_backend *be;
 	taprt_comm *world;
 	int rank;
-	void **in, **out;
+	int tp;                         /* the TP degree, >= 1 */
+	const int *ids;                 /* 0..nranks-1: TP groups point into it */
+	void **in, **out;               /* out: this rank's output buffers */
 	long iters, warmup;
 	double ms;
 	char error[300];
@@ -80,7 +87,9 @@ rank_main(void *arg)
 {
 	RankArg *a = arg;
 	const taprt_rank_program *rp = a->p->ranks[a->rank];
-	taprt_ctx cx = {.rank = a->rank, .nranks = a->p->nranks, .be = a->be};
+	int base = a->rank - a->rank % a->tp;
+	taprt_ctx cx = {.rank = a->rank, .nranks = a->p->nranks, .be = a->be,
+		.tp_rank = a->rank % a->tp, .tp_group = {a->tp, a->ids + base}};
 	cx.comm = a->world ? taprt_threads_rank(a->world, a->rank) : NULL;
 	cx.arena = aligned(rp->arena_bytes);
 	cx.weights = aligned(rp->weight_bytes);
@@ -140,6 +149,16 @@ io_numel(const taprt_io *io)
 	for (int i = 0; i < io->rank; i++)
 		n *= io->dims[i];
 	return n;
+}
+
+/* Output buffers o[0..noutputs) of the program's shapes; false if out of memory. */
+static bool
+alloc_outputs(const taprt_program *p, void **o)
+{
+	for (int i = 0; i < p->noutputs; i++)
+		if (!(o[i] = aligned(io_numel(&p->outputs[i]) * taprt_dtype_size(p->outputs[i].dtype))))
+			return false;
+	return true;
 }
 
 static double
@@ -298,6 +317,14 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	const taprt_backend *be = &taprt_threads_backend;
+	int tp = p->tp > 1 ? p->tp : 1;
+	if (p->tp < 0 || p->nranks < 1 || p->nranks % tp != 0 || p->output_rank < 0 ||
+	    p->output_rank >= p->nranks) {
+		fprintf(stderr, "%s: bad program table: %d ranks, TP degree %d, output rank %d "
+		    "(the ranks must be a multiple of the TP degree)\n", argv[0], p->nranks, p->tp,
+		    p->output_rank);
+		return 1;
+	}
 	if (strcmp(o.backend, "threads") != 0) {
 		fprintf(stderr, "%s: backend '%s' is not built into this runtime (threads only so far)\n",
 		    argv[0], o.backend);
@@ -317,6 +344,15 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	taprt_comm *world = NULL;
 	RankArg *args = calloc(p->nranks, sizeof *args);
 	pthread_t *th = calloc(p->nranks, sizeof *th);
+	int *ids = calloc(p->nranks, sizeof *ids);
+	/* private output buffers of the ranks other than output_rank */
+	void ***priv = calloc(p->nranks, sizeof *priv);
+	if (!in || !out || !want || !args || !th || !ids || !priv) {
+		fprintf(stderr, "%s: out of memory\n", argv[0]);
+		goto out;
+	}
+	for (int r = 0; r < p->nranks; r++)
+		ids[r] = r;
 	if (taprt_map_files(&fp, dir, err, sizeof err) != 0) {
 		fprintf(stderr, "%s: %s\n", argv[0], err);
 		goto out;
@@ -350,8 +386,14 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		memcpy(in[i], t.data, (size_t)bytes);
 		free(t.data);
 	}
-	for (int i = 0; i < p->noutputs; i++)
-		out[i] = aligned(io_numel(&p->outputs[i]) * taprt_dtype_size(p->outputs[i].dtype));
+	bool ok = alloc_outputs(p, out);
+	for (int r = 0; ok && r < p->nranks; r++)
+		if (r != p->output_rank)
+			ok = (priv[r] = calloc(p->noutputs + 1, sizeof **priv)) && alloc_outputs(p, priv[r]);
+	if (!ok) {
+		fprintf(stderr, "%s: out of memory for the outputs\n", argv[0]);
+		goto out;
+	}
 	if (o.check)
 		for (int i = 0; i < p->noutputs; i++) {
 			char path[PATH_MAX];
@@ -375,7 +417,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	if (p->nranks > 1)
 		world = taprt_threads_world(p->nranks);
 	for (int r = 0; r < p->nranks; r++) {
-		args[r] = (RankArg){.p = &fp, .be = be, .world = world, .rank = r, .in = in, .out = out,
+		args[r] = (RankArg){.p = &fp, .be = be, .world = world, .rank = r, .tp = tp,
+			.ids = ids, .in = in, .out = r == p->output_rank ? out : priv[r],
 			.iters = o.bench ? o.bench : 1, .warmup = o.bench ? o.warmup : 0};
 		if (p->nranks == 1)
 			rank_main(&args[r]);
@@ -423,12 +466,21 @@ out:
 	if (world)
 		taprt_threads_free(world);
 	taprt_unmap_files();
-	for (int i = 0; i < p->ninputs; i++)
+	for (int i = 0; in && i < p->ninputs; i++)
 		free(in[i]);
 	for (int i = 0; i < p->noutputs; i++) {
-		free(out[i]);
-		free(want[i].data);
+		if (out)
+			free(out[i]);
+		if (want)
+			free(want[i].data);
 	}
+	for (int r = 0; priv && r < p->nranks; r++) {
+		for (int i = 0; priv[r] && i < p->noutputs; i++)
+			free(priv[r][i]);
+		free(priv[r]);
+	}
+	free(priv);
+	free(ids);
 	free(in);
 	free(out);
 	free(want);

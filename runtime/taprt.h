@@ -122,12 +122,23 @@ typedef struct taprt_ctx {
 	void *const *inputs;            /* the program's input buffers, by index */
 	void *const *outputs;           /* the program's output buffers, by index */
 	void *weights;                  /* this rank's weight storage */
+	int tp_rank;                    /* this rank's coordinate in its TP group */
+	taprt_group tp_group;           /* the TP group's global ranks, in TP order:
+	                                 * tp_group.ranks[tp_rank] == rank */
 	int intra_threads;              /* BLAS threads per rank */
 	char error[256];                /* set with a non-zero return */
 } taprt_ctx;
 
-/* Where a weight's bytes are: a byte range of a model file (files[file]),
- * optionally one slice of it along an axis (tensor parallelism). */
+/*
+ * Where a weight's bytes are: a byte range of a model file (files[file]),
+ * optionally this rank's slice of it along an axis (tensor parallelism).
+ * The full dimension D along slice_axis is viewed as [blocks, parts, chunk]
+ * (chunk = D / (blocks * parts)) and the rank with TP coordinate q loads
+ * [:, q, :]: for block j, full indices [(j*parts+q)*chunk, (j*parts+q+1)*chunk)
+ * go to local indices [j*chunk, (j+1)*chunk).  blocks = 1 is a plain
+ * contiguous split; blocks = 3 splits a fused [Q|K|V] projection so that
+ * each rank gets its part of each of Q, K and V.
+ */
 typedef struct {
 	taprt_tensor *t;                /* the rank's tensor; its dims are the slice's */
 	int file;
@@ -135,7 +146,8 @@ typedef struct {
 	int full_rank;
 	int64_t full_dims[TAPRT_MAX_RANK]; /* the full tensor's shape */
 	int slice_axis;                 /* -1: the whole tensor */
-	int64_t slice_start;            /* first index along slice_axis */
+	int slice_parts;                /* ranks sharing the axis (the TP degree) */
+	int slice_blocks;               /* >= 1 */
 } taprt_weight;
 
 typedef struct {
@@ -165,6 +177,8 @@ typedef struct {
 	const char *const *files;       /* model/external data files, relative to model_dir */
 	const char *model_dir;          /* relative to the executable's directory */
 	const taprt_rank_program *const *ranks; /* nranks entries */
+	int tp;                         /* TP degree (0 or 1: none); rank r is in the TP
+	                                 * group [r - r%tp, r - r%tp + tp), tp_rank r%tp */
 } taprt_program;
 
 /* Load weights for a rank from the mapped files (called by init). */

@@ -8,6 +8,11 @@
  * mapped size before it is read.  Ranks share the mappings; each copies
  * only its own (sliced) weights into aligned memory, so the processes hold
  * one copy of the model in total, never one per rank.
+ *
+ * A sliced weight (tensor parallelism, see taprt_weight in taprt.h) is
+ * the part [:, q, :] of its axis viewed as [blocks, parts, chunk], where q
+ * is the rank's cx->tp_rank: all ranks of a TP group share one rank program
+ * and differ only in q.
  */
 #include <cblas.h>
 #include <errno.h>
@@ -104,35 +109,88 @@ taprt_unmap_files(void)
 	nmaps = 0;
 }
 
+/*
+ * Check w's slice against its tensor and this rank's TP coordinate; set
+ * the geometry: elements before the axis (outer), the chunk length, and
+ * bytes per index of the axis (inner).
+ */
+static int
+check_slice(taprt_ctx *cx, int i, const taprt_weight *w, int64_t es, int64_t *outer,
+    int64_t *chunk, int64_t *inner)
+{
+	const taprt_tensor *t = w->t;
+	int ax = w->slice_axis, q = cx->tp_rank;
+	if (ax >= w->full_rank)
+		return taprt_fail(cx, "weight %d: slice axis %d out of range for rank %d", i, ax,
+		    w->full_rank);
+	if (w->slice_parts < 1 || w->slice_blocks < 1)
+		return taprt_fail(cx, "weight %d: slice of %d parts, %d blocks (both must be >= 1)",
+		    i, w->slice_parts, w->slice_blocks);
+	if (q < 0 || q >= w->slice_parts ||
+	    (cx->tp_group.size > 0 && cx->tp_group.size != w->slice_parts))
+		return taprt_fail(cx, "weight %d: sliced %d ways, but this rank is %d of a TP group of %d",
+		    i, w->slice_parts, q, cx->tp_group.size);
+	int64_t d = w->full_dims[ax], k = (int64_t)w->slice_parts * w->slice_blocks;
+	if (d % k != 0)
+		return taprt_fail(cx, "weight %d: axis %d of length %lld does not split into %d blocks of %d parts",
+		    i, ax, (long long)d, w->slice_blocks, w->slice_parts);
+	*chunk = d / k;
+	bool ok = t->rank == w->full_rank && t->dims[ax] == w->slice_blocks * *chunk;
+	for (int a = 0; ok && a < w->full_rank; a++)
+		ok = a == ax || t->dims[a] == w->full_dims[a];
+	if (!ok)
+		return taprt_fail(cx, "weight %d: tensor of rank %d with %lld along axis %d, expected the full rank %d with %lld (%d blocks of %lld)",
+		    i, t->rank, (long long)(ax < t->rank ? t->dims[ax] : -1), ax, w->full_rank,
+		    (long long)(w->slice_blocks * *chunk), w->slice_blocks, (long long)*chunk);
+	*outer = 1;
+	*inner = es;
+	for (int a = 0; a < ax; a++)
+		*outer *= w->full_dims[a];
+	for (int a = ax + 1; a < w->full_rank; a++)
+		*inner *= w->full_dims[a];
+	return 0;
+}
+
 int
 taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 {
 	for (int i = 0; i < rp->nweights; i++) {
 		const taprt_weight *w = &rp->weights[i];
 		taprt_tensor *t = w->t;
-		int64_t es = taprt_dtype_size(t->dtype), full = es;
+		int64_t es = taprt_dtype_size(t->dtype), full = es, local = es;
+		if (w->full_rank < 0 || w->full_rank > TAPRT_MAX_RANK || t->rank < 0 ||
+		    t->rank > TAPRT_MAX_RANK)
+			return taprt_fail(cx, "weight %d: rank %d (tensor rank %d) is out of range",
+			    i, w->full_rank, t->rank);
 		for (int d = 0; d < w->full_rank; d++)
 			full *= w->full_dims[d];
+		for (int d = 0; d < t->rank; d++)
+			local *= t->dims[d];
 		if (w->file < 0 || w->file >= nmaps || w->offset < 0 ||
 		    (uint64_t)w->offset + (uint64_t)full > maps[w->file].size)
 			return taprt_fail(cx, "weight %d lies outside file %d (was the model changed after compiling?)",
 			    i, w->file);
 		const uint8_t *src = maps[w->file].base + w->offset;
 		if (w->slice_axis < 0) {
-			memcpy(t->data, src, (size_t)full);
+			if (local != full)
+				return taprt_fail(cx, "weight %d: tensor of %lld bytes for a whole weight of %lld",
+				    i, (long long)local, (long long)full);
+			if (full > 0)
+				memcpy(t->data, src, (size_t)full);
 			continue;
 		}
-		/* rows of the sliced axis: outer blocks, each a run of inner bytes */
-		int ax = w->slice_axis;
-		int64_t outer = 1, inner = es;
-		for (int d = 0; d < ax; d++)
-			outer *= w->full_dims[d];
-		for (int d = ax + 1; d < w->full_rank; d++)
-			inner *= w->full_dims[d];
-		int64_t len = t->dims[ax];
+		/* the full tensor is [outer, blocks, parts, chunk, inner]; we take
+		 * [outer, blocks, q, chunk, inner], one run of chunk*inner bytes each */
+		int64_t outer = 0, chunk = 0, inner = 0;
+		if (check_slice(cx, i, w, es, &outer, &chunk, &inner) != 0)
+			return -1;
+		int64_t parts = w->slice_parts, blocks = w->slice_blocks, run = chunk * inner;
+		uint8_t *dst = t->data;
 		for (int64_t o = 0; o < outer; o++)
-			memcpy((uint8_t *)t->data + o * len * inner,
-			    src + (o * w->full_dims[ax] + w->slice_start) * inner, (size_t)(len * inner));
+			for (int64_t j = 0; j < blocks; j++)
+				if (run > 0)
+					memcpy(dst + (o * blocks + j) * run,
+					    src + ((o * blocks + j) * parts + cx->tp_rank) * run, (size_t)run);
 	}
 	return 0;
 }

@@ -11,11 +11,19 @@
 #define TAPC_TEST_RT_UTIL_H
 
 #include <CUnit/CUnit.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/taprt.h"
 
 typedef void kernel(taprt_ctx *cx, const taprt_node *n);
+
+/* Record rank r's first failure in a multi-rank test: t has bad[] and why[]. */
+#define RANK_CHECK(t, r, cond, ...)                                          \
+	do {                                                                 \
+		if (!(cond) && !(t)->bad[r]++)                               \
+			snprintf((t)->why[r], sizeof (t)->why[r], __VA_ARGS__); \
+	} while (0)
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 

@@ -15,6 +15,7 @@
 
 #include "test/unit/util.h"
 #include "runtime/internal.h"
+#include "test/unit/rt_util.h"
 
 #define B (&taprt_threads_backend)
 #define MAXN 8
@@ -38,12 +39,6 @@ typedef struct {
 	int r;
 } Arg;
 
-/* Record rank r's first failure. */
-#define CHECK(t, r, cond, ...)                                               \
-	do {                                                                 \
-		if (!(cond) && !(t)->bad[r]++)                               \
-			snprintf((t)->why[r], sizeof (t)->why[r], __VA_ARGS__); \
-	} while (0)
 
 static void *
 rank_main(void *p)
@@ -153,10 +148,10 @@ allreduce_rank(Run *t, taprt_comm *c, int r)
 		else
 			((int64_t *)x)[k] = ival(r, k, p->salt);
 	int rc = B->allreduce(c, &g, x, n, p->dtype, p->op);
-	CHECK(t, r, rc == 0, "allreduce returned %d", rc);
+	RANK_CHECK(t, r, rc == 0, "allreduce returned %d", rc);
 	/* bits, not values: every rank must hold exactly the group-order result */
 	for (int64_t k = 0; k < n && !rc; k++)
-		CHECK(t, r, memcmp((char *)x + k * esz, (char *)p->want + k * esz, esz) == 0,
+		RANK_CHECK(t, r, memcmp((char *)x + k * esz, (char *)p->want + k * esz, esz) == 0,
 		    "%s %s count %lld: element %lld differs", p->dtype == TAPRT_F32 ? "f32" : "i64",
 		    p->op == TAPRT_SUM ? "sum" : "max", (long long)n, (long long)k);
 	free(x);
@@ -205,8 +200,8 @@ minprod_rank(Run *t, taprt_comm *c, int r)
 		d[k] = (k * 5 + r * 3) % 11 - 5.5;
 		i[k] = (k + r) % 5 - 2;
 	}
-	CHECK(t, r, B->allreduce(c, &g, d, N, TAPRT_F64, TAPRT_MIN) == 0, "f64 min");
-	CHECK(t, r, B->allreduce(c, &g, i, N, TAPRT_I32, TAPRT_PROD) == 0, "i32 prod");
+	RANK_CHECK(t, r, B->allreduce(c, &g, d, N, TAPRT_F64, TAPRT_MIN) == 0, "f64 min");
+	RANK_CHECK(t, r, B->allreduce(c, &g, i, N, TAPRT_I32, TAPRT_PROD) == 0, "i32 prod");
 	for (int k = 0; k < N; k++) {
 		dmin[k] = INFINITY;
 		iprod[k] = 1;
@@ -214,8 +209,8 @@ minprod_rank(Run *t, taprt_comm *c, int r)
 			dmin[k] = fmin(dmin[k], (k * 5 + q * 3) % 11 - 5.5);
 			iprod[k] *= (k + q) % 5 - 2;
 		}
-		CHECK(t, r, d[k] == dmin[k], "f64 min [%d]: %g want %g", k, d[k], dmin[k]);
-		CHECK(t, r, i[k] == iprod[k], "i32 prod [%d]: %d want %d", k, i[k], iprod[k]);
+		RANK_CHECK(t, r, d[k] == dmin[k], "f64 min [%d]: %g want %g", k, d[k], dmin[k]);
+		RANK_CHECK(t, r, i[k] == iprod[k], "i32 prod [%d]: %d want %d", k, i[k], iprod[k]);
 	}
 }
 
@@ -237,12 +232,12 @@ determinism_rank(Run *t, taprt_comm *c, int r)
 		float *y = x + run * N;
 		for (int k = 0; k < N; k++)
 			y[k] = fval(r, k, 3) * (1.0f + r / 3.0f);
-		CHECK(t, r, B->allreduce(c, &g, y, N, TAPRT_F32, TAPRT_SUM) == 0, "allreduce");
+		RANK_CHECK(t, r, B->allreduce(c, &g, y, N, TAPRT_F32, TAPRT_SUM) == 0, "allreduce");
 	}
-	CHECK(t, r, memcmp(x, x + N, N * sizeof *x) == 0, "runs differ");
+	RANK_CHECK(t, r, memcmp(x, x + N, N * sizeof *x) == 0, "runs differ");
 	t->share[r] = x;
 	B->barrier(c, &g);
-	CHECK(t, r, memcmp(x, t->share[0], N * sizeof *x) == 0, "differs from rank 0");
+	RANK_CHECK(t, r, memcmp(x, t->share[0], N * sizeof *x) == 0, "differs from rank 0");
 	B->barrier(c, &g);
 	free(x);
 }
@@ -266,16 +261,16 @@ groups_rank(Run *t, taprt_comm *c, int r)
 	for (int it = 0; it < 300; it++) {
 		int64_t x[3] = {it, r, 1000 * r + it};
 		int rc = B->allreduce(c, &gdp, x, 3, TAPRT_I64, TAPRT_SUM);
-		CHECK(t, r, rc == 0 && x[0] == 2 * it && x[1] == dp[0] + dp[1] &&
+		RANK_CHECK(t, r, rc == 0 && x[0] == 2 * it && x[1] == dp[0] + dp[1] &&
 		    x[2] == 1000 * (dp[0] + dp[1]) + 2 * it, "dp it %d: %lld %lld %lld", it,
 		    (long long)x[0], (long long)x[1], (long long)x[2]);
 		int64_t y = r * it;
 		rc = B->allreduce(c, &gtp, &y, 1, TAPRT_I64, TAPRT_MAX);
-		CHECK(t, r, rc == 0 && y == tp[1] * it, "tp it %d: %lld", it, (long long)y);
+		RANK_CHECK(t, r, rc == 0 && y == tp[1] * it, "tp it %d: %lld", it, (long long)y);
 		if (it % 50 == 0) {
 			int64_t z = r + it;
 			rc = B->allreduce(c, &gall, &z, 1, TAPRT_I64, TAPRT_SUM);
-			CHECK(t, r, rc == 0 && z == 6 + 4 * it, "world it %d: %lld", it, (long long)z);
+			RANK_CHECK(t, r, rc == 0 && z == 6 + 4 * it, "world it %d: %lld", it, (long long)z);
 		}
 	}
 }
@@ -296,7 +291,7 @@ repeat_rank(Run *t, taprt_comm *c, int r)
 	for (int it = 0; it < 1000; it++) {
 		int64_t x[2] = {it + r, -r};
 		int rc = B->allreduce(c, &g, x, 2, TAPRT_I64, TAPRT_SUM);
-		CHECK(t, r, rc == 0 && x[0] == it * n + n * (n - 1) / 2 && x[1] == -n * (n - 1) / 2,
+		RANK_CHECK(t, r, rc == 0 && x[0] == it * n + n * (n - 1) / 2 && x[1] == -n * (n - 1) / 2,
 		    "it %d: %lld %lld", it, (long long)x[0], (long long)x[1]);
 	}
 }
@@ -335,17 +330,17 @@ allgather_rank(Run *t, taprt_comm *c, int r)
 		}
 		recv[g.size * cnt] = drecv[g.size * cnt] = -7;
 		int rc = B->allgather(c, &g, send, recv, cnt, TAPRT_I32);
-		CHECK(t, r, rc == 0, "allgather i32 returned %d", rc);
+		RANK_CHECK(t, r, rc == 0, "allgather i32 returned %d", rc);
 		rc = B->allgather(c, &g, dsend, drecv, cnt, TAPRT_F64);
-		CHECK(t, r, rc == 0, "allgather f64 returned %d", rc);
+		RANK_CHECK(t, r, rc == 0, "allgather f64 returned %d", rc);
 		for (int j = 0; j < g.size; j++)
 			for (int k = 0; k < cnt; k++) {
-				CHECK(t, r, recv[j * cnt + k] == ranks[j] * 1000 + k,
+				RANK_CHECK(t, r, recv[j * cnt + k] == ranks[j] * 1000 + k,
 				    "i32 block %d [%d]: %d", j, k, recv[j * cnt + k]);
-				CHECK(t, r, drecv[j * cnt + k] == ranks[j] + k / 64.0,
+				RANK_CHECK(t, r, drecv[j * cnt + k] == ranks[j] + k / 64.0,
 				    "f64 block %d [%d]: %g", j, k, drecv[j * cnt + k]);
 			}
-		CHECK(t, r, recv[g.size * cnt] == -7 && drecv[g.size * cnt] == -7, "wrote past recv");
+		RANK_CHECK(t, r, recv[g.size * cnt] == -7 && drecv[g.size * cnt] == -7, "wrote past recv");
 	}
 }
 
@@ -373,9 +368,9 @@ reduce_scatter_rank(Run *t, taprt_comm *c, int r)
 		fr[cnt] = -7;
 		ir[cnt] = -7;
 		int rc = B->reduce_scatter(c, &g, fs, fr, cnt, TAPRT_F32, TAPRT_SUM);
-		CHECK(t, r, rc == 0, "reduce_scatter f32 returned %d", rc);
+		RANK_CHECK(t, r, rc == 0, "reduce_scatter f32 returned %d", rc);
 		rc = B->reduce_scatter(c, &g, is, ir, cnt, TAPRT_I64, TAPRT_MAX);
-		CHECK(t, r, rc == 0, "reduce_scatter i64 returned %d", rc);
+		RANK_CHECK(t, r, rc == 0, "reduce_scatter i64 returned %d", rc);
 		for (int64_t k = 0; k < cnt; k++) {
 			int64_t at = me * cnt + k;
 			float fe = fval(ranks[0], at, ci);
@@ -385,12 +380,12 @@ reduce_scatter_rank(Run *t, taprt_comm *c, int r)
 				int64_t v = ival(ranks[i], at, ci);
 				ie = v > ie ? v : ie;
 			}
-			CHECK(t, r, memcmp(&fe, &fr[k], sizeof fe) == 0, "f32 [%lld]: %a want %a",
+			RANK_CHECK(t, r, memcmp(&fe, &fr[k], sizeof fe) == 0, "f32 [%lld]: %a want %a",
 			    (long long)k, fr[k], fe);
-			CHECK(t, r, ir[k] == ie, "i64 [%lld]: %lld want %lld", (long long)k,
+			RANK_CHECK(t, r, ir[k] == ie, "i64 [%lld]: %lld want %lld", (long long)k,
 			    (long long)ir[k], (long long)ie);
 		}
-		CHECK(t, r, fr[cnt] == -7 && ir[cnt] == -7, "wrote past recv");
+		RANK_CHECK(t, r, fr[cnt] == -7 && ir[cnt] == -7, "wrote past recv");
 		free(fs);
 		free(fr);
 		free(is);
@@ -415,14 +410,14 @@ pingpong_rank(Run *t, taprt_comm *c, int r)
 	for (int it = 0; it < 200; it++) {
 		if (r == 0) {
 			v = it * 2;
-			CHECK(t, r, B->send(c, &v, sizeof v, 1, 3) == 0, "send");
-			CHECK(t, r, B->recv(c, &v, sizeof v, 1, 4) == 0, "recv");
-			CHECK(t, r, v == it * 2 + 1, "it %d: got %lld", it, (long long)v);
+			RANK_CHECK(t, r, B->send(c, &v, sizeof v, 1, 3) == 0, "send");
+			RANK_CHECK(t, r, B->recv(c, &v, sizeof v, 1, 4) == 0, "recv");
+			RANK_CHECK(t, r, v == it * 2 + 1, "it %d: got %lld", it, (long long)v);
 		} else {
-			CHECK(t, r, B->recv(c, &v, sizeof v, 0, 3) == 0, "recv");
-			CHECK(t, r, v == it * 2, "it %d: got %lld", it, (long long)v);
+			RANK_CHECK(t, r, B->recv(c, &v, sizeof v, 0, 3) == 0, "recv");
+			RANK_CHECK(t, r, v == it * 2, "it %d: got %lld", it, (long long)v);
 			v++;
-			CHECK(t, r, B->send(c, &v, sizeof v, 0, 4) == 0, "send");
+			RANK_CHECK(t, r, B->send(c, &v, sizeof v, 0, 4) == 0, "send");
 		}
 	}
 	/* a large message each way, and an empty one */
@@ -432,18 +427,18 @@ pingpong_rank(Run *t, taprt_comm *c, int r)
 		if (r == it) {
 			for (int k = 0; k < N; k++)
 				buf[k] = k ^ it;
-			CHECK(t, r, B->send(c, buf, N * sizeof *buf, 1 - r, 9) == 0, "big send");
+			RANK_CHECK(t, r, B->send(c, buf, N * sizeof *buf, 1 - r, 9) == 0, "big send");
 		} else {
 			memset(buf, 0, N * sizeof *buf);
-			CHECK(t, r, B->recv(c, buf, N * sizeof *buf, 1 - r, 9) == 0, "big recv");
+			RANK_CHECK(t, r, B->recv(c, buf, N * sizeof *buf, 1 - r, 9) == 0, "big recv");
 			for (int k = 0; k < N; k++)
-				CHECK(t, r, buf[k] == (k ^ it), "big [%d]: %d", k, buf[k]);
+				RANK_CHECK(t, r, buf[k] == (k ^ it), "big [%d]: %d", k, buf[k]);
 		}
 	}
 	if (r == 0)
-		CHECK(t, r, B->send(c, NULL, 0, 1, 0) == 0, "empty send");
+		RANK_CHECK(t, r, B->send(c, NULL, 0, 1, 0) == 0, "empty send");
 	else
-		CHECK(t, r, B->recv(c, NULL, 0, 0, 0) == 0, "empty recv");
+		RANK_CHECK(t, r, B->recv(c, NULL, 0, 0, 0) == 0, "empty recv");
 	free(buf);
 }
 
@@ -464,10 +459,10 @@ ring_rank(Run *t, taprt_comm *c, int r)
 	for (int it = 0; it < 20; it++) {
 		for (int k = 0; k < N; k++)
 			out[k] = r * 100000 + it * 1000 + k % 1000;
-		CHECK(t, r, B->send(c, out, N * sizeof *out, next, it) == 0, "send");
-		CHECK(t, r, B->recv(c, in, N * sizeof *in, prev, it) == 0, "recv");
+		RANK_CHECK(t, r, B->send(c, out, N * sizeof *out, next, it) == 0, "send");
+		RANK_CHECK(t, r, B->recv(c, in, N * sizeof *in, prev, it) == 0, "recv");
 		for (int k = 0; k < N; k++)
-			CHECK(t, r, in[k] == prev * 100000 + it * 1000 + k % 1000,
+			RANK_CHECK(t, r, in[k] == prev * 100000 + it * 1000 + k % 1000,
 			    "it %d [%d]: %d", it, k, in[k]);
 	}
 	free(out);
@@ -492,27 +487,27 @@ tags_rank(Run *t, taprt_comm *c, int r)
 	if (r == 1) {
 		for (int tag = 0; tag < 64; tag++) {
 			v = tag * 3;
-			CHECK(t, r, B->send(c, &v, sizeof v, 0, tag) == 0, "send tag %d", tag);
+			RANK_CHECK(t, r, B->send(c, &v, sizeof v, 0, tag) == 0, "send tag %d", tag);
 		}
 		for (v = 1; v <= 3; v++)
-			CHECK(t, r, B->send(c, &v, sizeof v, 0, 100) == 0, "send 100");
+			RANK_CHECK(t, r, B->send(c, &v, sizeof v, 0, 100) == 0, "send 100");
 	}
 	if (r >= 1) {
 		v = 1000 + r;
-		CHECK(t, r, B->send(c, &v, sizeof v, 0, 200) == 0, "send 200");
+		RANK_CHECK(t, r, B->send(c, &v, sizeof v, 0, 200) == 0, "send 200");
 	}
 	if (r == 0) {
 		for (int tag = 63; tag >= 0; tag--) {
-			CHECK(t, r, B->recv(c, &v, sizeof v, 1, tag) == 0, "recv tag %d", tag);
-			CHECK(t, r, v == tag * 3, "tag %d: got %d", tag, v);
+			RANK_CHECK(t, r, B->recv(c, &v, sizeof v, 1, tag) == 0, "recv tag %d", tag);
+			RANK_CHECK(t, r, v == tag * 3, "tag %d: got %d", tag, v);
 		}
 		for (int want = 1; want <= 3; want++) {
-			CHECK(t, r, B->recv(c, &v, sizeof v, 1, 100) == 0, "recv 100");
-			CHECK(t, r, v == want, "tag 100: got %d, want %d", v, want);
+			RANK_CHECK(t, r, B->recv(c, &v, sizeof v, 1, 100) == 0, "recv 100");
+			RANK_CHECK(t, r, v == want, "tag 100: got %d, want %d", v, want);
 		}
 		for (int src = t->n - 1; src >= 1; src--) {
-			CHECK(t, r, B->recv(c, &v, sizeof v, src, 200) == 0, "recv 200");
-			CHECK(t, r, v == 1000 + src, "from %d: got %d", src, v);
+			RANK_CHECK(t, r, B->recv(c, &v, sizeof v, src, 200) == 0, "recv 200");
+			RANK_CHECK(t, r, v == 1000 + src, "from %d: got %d", src, v);
 		}
 	}
 }
@@ -534,10 +529,10 @@ exchange_rank(Run *t, taprt_comm *c, int r)
 	for (int it = 0; it < 30; it++) {
 		for (int k = 0; k < N; k++)
 			out[k] = (int64_t)r << 40 | (int64_t)it << 20 | k;
-		CHECK(t, r, B->send(c, out, N * sizeof *out, peer, it % 3) == 0, "send");
-		CHECK(t, r, B->recv(c, in, N * sizeof *in, peer, it % 3) == 0, "recv");
+		RANK_CHECK(t, r, B->send(c, out, N * sizeof *out, peer, it % 3) == 0, "send");
+		RANK_CHECK(t, r, B->recv(c, in, N * sizeof *in, peer, it % 3) == 0, "recv");
 		for (int k = 0; k < N; k++)
-			CHECK(t, r, in[k] == ((int64_t)peer << 40 | (int64_t)it << 20 | k),
+			RANK_CHECK(t, r, in[k] == ((int64_t)peer << 40 | (int64_t)it << 20 | k),
 			    "it %d [%d]", it, k);
 	}
 	free(out);
@@ -561,10 +556,10 @@ barrier_rank(Run *t, taprt_comm *c, int r)
 	taprt_group g = {group_world(t->n, ranks, true), ranks};
 	for (int p = 0; p < 100; p++) {
 		atomic_fetch_add(&t->counter, 1);
-		CHECK(t, r, B->barrier(c, &g) == 0, "barrier");
+		RANK_CHECK(t, r, B->barrier(c, &g) == 0, "barrier");
 		int v = atomic_load(&t->counter);
-		CHECK(t, r, v == (p + 1) * t->n, "phase %d: counter %d", p, v);
-		CHECK(t, r, B->barrier(c, &g) == 0, "barrier");
+		RANK_CHECK(t, r, v == (p + 1) * t->n, "phase %d: counter %d", p, v);
+		RANK_CHECK(t, r, B->barrier(c, &g) == 0, "barrier");
 	}
 }
 
@@ -625,18 +620,18 @@ mismatch_rank(Run *t, taprt_comm *c, int r)
 	taprt_group g = {group_world(t->n, ranks, false), ranks};
 	float x[8] = {0};
 	int rc = B->allreduce(c, &g, x, 4 + (r == 1), TAPRT_F32, TAPRT_SUM);
-	CHECK(t, r, rc == -EBADMSG, "count mismatch: %d", rc);
+	RANK_CHECK(t, r, rc == -EBADMSG, "count mismatch: %d", rc);
 	rc = r == 0 ? B->barrier(c, &g) : B->allreduce(c, &g, x, 1, TAPRT_F32, TAPRT_SUM);
-	CHECK(t, r, rc == -EBADMSG, "kind mismatch: %d", rc);
+	RANK_CHECK(t, r, rc == -EBADMSG, "kind mismatch: %d", rc);
 	/* and the group still works afterwards */
 	x[0] = 1;
 	rc = B->allreduce(c, &g, x, 1, TAPRT_F32, TAPRT_SUM);
-	CHECK(t, r, rc == 0 && x[0] == t->n, "after mismatch: %d %g", rc, x[0]);
+	RANK_CHECK(t, r, rc == 0 && x[0] == t->n, "after mismatch: %d %g", rc, x[0]);
 	if (r == 0)
 		B->send(c, x, 8, 1, 1);
 	else if (r == 1) {
 		rc = B->recv(c, x, 4, 0, 1);
-		CHECK(t, r, rc == -EBADMSG, "recv size mismatch: %d", rc);
+		RANK_CHECK(t, r, rc == -EBADMSG, "recv size mismatch: %d", rc);
 	}
 }
 
@@ -657,13 +652,13 @@ abort_rank(Run *t, taprt_comm *c, int r)
 	if (r == t->n - 1) {
 		taprt_threads_abort(t->world);
 		rc = B->allreduce(c, &g, &v, 1, TAPRT_I32, TAPRT_SUM);
-		CHECK(t, r, rc == -ECANCELED, "after abort: %d", rc);
+		RANK_CHECK(t, r, rc == -ECANCELED, "after abort: %d", rc);
 	} else if (r == 0) {
 		rc = B->recv(c, &v, sizeof v, t->n - 1, 0);
-		CHECK(t, r, rc == -ECANCELED, "recv: %d", rc);
+		RANK_CHECK(t, r, rc == -ECANCELED, "recv: %d", rc);
 	} else {
 		rc = B->barrier(c, &g);
-		CHECK(t, r, rc == -ECANCELED, "barrier: %d", rc);
+		RANK_CHECK(t, r, rc == -ECANCELED, "barrier: %d", rc);
 	}
 }
 

@@ -1,0 +1,325 @@
+/*
+ * k_comm.c - the tensor-parallel kernels tapc inserts: AllReduce,
+ * AllGather and ReduceScatter over the rank's TP group, and Shard, which
+ * takes this rank's slice of a full tensor without communicating.
+ *
+ * Needs: cx->tp_rank and cx->tp_group (taprt_main sets them), and cx->be
+ * and cx->comm when the group has more than one rank (a group of one only
+ * copies).  Output dims, dtypes and buffers are set by tapc; the kernels
+ * check them against the inputs and the attributes, and fail with the
+ * shapes in the message rather than read or write out of bounds.
+ *
+ * Layout.  The split axis of a full tensor, of length blocks*parts*chunk,
+ * is viewed as [blocks, parts, chunk]; the local tensor of the rank with
+ * TP coordinate q is [:, q, :], blocks*chunk long: the same map as the
+ * weight loader's (taprt_weight in taprt.h), so blocks = 3 keeps a fused
+ * [Q|K|V] projection's thirds apart.  With the dims before the axis folded
+ * into `outer`, the full tensor is [outer*blocks, parts, run] and the local
+ * one [outer*blocks, run], a run being chunk times the dims after the axis
+ * in bytes.  The backends' allgather and reduce_scatter work on rank-major
+ * buffers [parts, outer*blocks, run], so both permute through a per-thread
+ * scratch buffer, except when outer*blocks is 1 and the layouts coincide.
+ *
+ * Reductions sum, for f32, f64, i32 and i64 (what the backends reduce);
+ * AllGather and Shard only move bytes, so they take any dtype.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+/* memmove that tolerates empty buffers and in-place nodes */
+static inline void
+move(void *dst, const void *src, int64_t bytes)
+{
+	if (bytes > 0 && dst != src)
+		memmove(dst, src, (size_t)bytes);
+}
+
+/* ------------------------------------------------------------ scratch */
+
+/* One buffer per thread (ranks are threads), freed when the thread exits. */
+typedef struct {
+	void *p;
+	size_t cap;
+} Scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_ok;
+
+static void
+scratch_free(void *v)
+{
+	Scratch *s = v;
+	free(s->p);
+	free(s);
+}
+
+static void
+scratch_init(void)
+{
+	scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static void *
+scratch(int64_t bytes)
+{
+	pthread_once(&scratch_once, scratch_init);
+	if (!scratch_ok)
+		return NULL;
+	Scratch *s = pthread_getspecific(scratch_key);
+	if (!s) {
+		if (!(s = calloc(1, sizeof *s)))
+			return NULL;
+		if (pthread_setspecific(scratch_key, s) != 0) {
+			free(s);
+			return NULL;
+		}
+	}
+	size_t n = ((size_t)bytes + 63) & ~(size_t)63;
+	if (n > s->cap) {
+		free(s->p);
+		s->cap = 0;
+		if (!(s->p = aligned_alloc(64, n ? n : 64)))
+			return NULL;
+		s->cap = n;
+	}
+	return s->p;
+}
+
+/* ------------------------------------------------------------- checks */
+
+static void
+shape_str(char *buf, size_t len, const taprt_tensor *t)
+{
+	int k = snprintf(buf, len, "%s[", taprt_dtype_name(t->dtype));
+	for (int i = 0; i < t->rank && k < (int)len; i++)
+		k += snprintf(buf + k, len - k, i ? ",%lld" : "%lld", (long long)t->dims[i]);
+	if (k < (int)len)
+		snprintf(buf + k, len - k, "]");
+}
+
+/* The node's input and output, present, of one dtype the op supports. */
+static bool
+io(taprt_ctx *cx, const taprt_node *n, const char *op, bool reduce,
+    const taprt_tensor **x, taprt_tensor **y)
+{
+	*x = taprt_input(n, 0);
+	*y = taprt_output(n, 0);
+	if (!*x || !*y) {
+		taprt_fail(cx, "node '%s' (%s): needs an input and an output", n->name, op);
+		return false;
+	}
+	if ((*x)->dtype != (*y)->dtype || (*x)->rank != (*y)->rank) {
+		char a[160], b[160];
+		shape_str(a, sizeof a, *x);
+		shape_str(b, sizeof b, *y);
+		taprt_fail(cx, "node '%s' (%s): input %s and output %s differ in dtype or rank",
+		    n->name, op, a, b);
+		return false;
+	}
+	int d = (*x)->dtype;
+	if (taprt_dtype_size(d) == 0 || (reduce && d != TAPRT_F32 && d != TAPRT_F64 &&
+	    d != TAPRT_I32 && d != TAPRT_I64)) {
+		taprt_bad_dtype(cx, n, op, d);
+		return false;
+	}
+	return true;
+}
+
+/* The TP group is usable: this rank is member tp_rank, and a group of
+ * more than one has a backend to talk through (comm: it is needed). */
+static bool
+group_ok(taprt_ctx *cx, const taprt_node *n, const char *op, bool comm)
+{
+	const taprt_group *g = &cx->tp_group;
+	if (g->size < 1 || !g->ranks || cx->tp_rank < 0 || cx->tp_rank >= g->size ||
+	    g->ranks[cx->tp_rank] != cx->rank) {
+		taprt_fail(cx, "node '%s' (%s): rank %d is not member %d of its TP group (of %d)",
+		    n->name, op, cx->rank, cx->tp_rank, g->size);
+		return false;
+	}
+	if (comm && g->size > 1 && (!cx->be || !cx->comm)) {
+		taprt_fail(cx, "node '%s' (%s): a TP group of %d ranks but no communication backend",
+		    n->name, op, g->size);
+		return false;
+	}
+	return true;
+}
+
+static void
+comm_failed(taprt_ctx *cx, const taprt_node *n, const char *op, const char *call, int rc)
+{
+	taprt_fail(cx, "node '%s' (%s): %s %s over a TP group of %d failed: %s (%d)", n->name, op,
+	    cx->be->name, call, cx->tp_group.size, rc < 0 ? strerror(-rc) : "error", rc);
+}
+
+/* A full tensor's axis as [rows = outer*blocks, parts, run bytes]. */
+typedef struct {
+	int64_t rows, parts, run;
+} Split;
+
+/*
+ * Read axis/blocks/parts and check that local is full's [:, q, :] along
+ * the axis; the TP group must be checked first (parts is its size).
+ */
+static bool
+split_of(taprt_ctx *cx, const taprt_node *n, const char *op, const taprt_tensor *full,
+    const taprt_tensor *local, Split *sp)
+{
+	int64_t ax = taprt_attr_int(n, "axis", 0);
+	int64_t blocks = taprt_attr_int(n, "blocks", 1);
+	int64_t parts = taprt_attr_int(n, "parts", -1);
+	if (ax < -full->rank || ax >= full->rank) {
+		taprt_fail(cx, "node '%s' (%s): axis %lld out of range for rank %d", n->name, op,
+		    (long long)ax, full->rank);
+		return false;
+	}
+	int axis = taprt_axis(ax, full->rank);
+	if (parts != cx->tp_group.size || blocks < 1) {
+		taprt_fail(cx, "node '%s' (%s): parts=%lld blocks=%lld, expected parts equal to the TP degree %d and blocks >= 1",
+		    n->name, op, (long long)parts, (long long)blocks, cx->tp_group.size);
+		return false;
+	}
+	int64_t d = full->dims[axis], chunk = d / (blocks * parts);
+	bool ok = d % (blocks * parts) == 0 && local->dims[axis] == blocks * chunk;
+	for (int a = 0; ok && a < full->rank; a++)
+		ok = a == axis || local->dims[a] == full->dims[a];
+	if (!ok) {
+		char f[160], l[160];
+		shape_str(f, sizeof f, full);
+		shape_str(l, sizeof l, local);
+		taprt_fail(cx, "node '%s' (%s): full %s and local %s do not match axis %d split into %lld blocks of %lld parts",
+		    n->name, op, f, l, axis, (long long)blocks, (long long)parts);
+		return false;
+	}
+	int64_t outer = 1, run = chunk * taprt_dtype_size(full->dtype);
+	for (int a = 0; a < axis; a++)
+		outer *= full->dims[a];
+	for (int a = axis + 1; a < full->rank; a++)
+		run *= full->dims[a];
+	*sp = (Split){outer * blocks, parts, run};
+	return true;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+void
+taprt_op_AllReduce(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x;
+	taprt_tensor *y;
+	if (!io(cx, n, "AllReduce", true, &x, &y) || !group_ok(cx, n, "AllReduce", true))
+		return;
+	bool same = true;
+	for (int a = 0; a < x->rank; a++)
+		same = same && x->dims[a] == y->dims[a];
+	if (!same) {
+		char a[160], b[160];
+		shape_str(a, sizeof a, x);
+		shape_str(b, sizeof b, y);
+		taprt_fail(cx, "node '%s' (AllReduce): output %s is not the input's shape %s",
+		    n->name, b, a);
+		return;
+	}
+	move(y->data, x->data, y->numel * taprt_dtype_size(y->dtype));
+	if (cx->tp_group.size == 1 || y->numel == 0)
+		return;
+	int rc = cx->be->allreduce(cx->comm, &cx->tp_group, y->data, y->numel, y->dtype,
+	    TAPRT_SUM);
+	if (rc != 0)
+		comm_failed(cx, n, "AllReduce", "allreduce", rc);
+}
+
+void
+taprt_op_AllGather(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x;
+	taprt_tensor *y;
+	Split sp;
+	if (!io(cx, n, "AllGather", false, &x, &y) || !group_ok(cx, n, "AllGather", true) ||
+	    !split_of(cx, n, "AllGather", y, x, &sp))
+		return;
+	int64_t local = sp.rows * sp.run;
+	if (sp.parts == 1 || local == 0) {
+		move(y->data, x->data, local);
+		return;
+	}
+	/* bytes, whatever the dtype: a backend need not know f16 to move it */
+	if (sp.rows == 1) {
+		int rc = cx->be->allgather(cx->comm, &cx->tp_group, x->data, y->data, local,
+		    TAPRT_U8);
+		if (rc != 0)
+			comm_failed(cx, n, "AllGather", "allgather", rc);
+		return;
+	}
+	char *buf = scratch(sp.parts * local);
+	if (!buf) {
+		taprt_fail(cx, "node '%s' (AllGather): out of memory for %lld bytes of scratch",
+		    n->name, (long long)(sp.parts * local));
+		return;
+	}
+	int rc = cx->be->allgather(cx->comm, &cx->tp_group, x->data, buf, local, TAPRT_U8);
+	if (rc != 0) {
+		comm_failed(cx, n, "AllGather", "allgather", rc);
+		return;
+	}
+	char *d = y->data;
+	for (int64_t q = 0; q < sp.parts; q++)
+		for (int64_t r = 0; r < sp.rows; r++)
+			memcpy(d + (r * sp.parts + q) * sp.run, buf + q * local + r * sp.run,
+			    (size_t)sp.run);
+}
+
+void
+taprt_op_ReduceScatter(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x;
+	taprt_tensor *y;
+	Split sp;
+	if (!io(cx, n, "ReduceScatter", true, &x, &y) ||
+	    !group_ok(cx, n, "ReduceScatter", true) || !split_of(cx, n, "ReduceScatter", x, y, &sp))
+		return;
+	int64_t local = sp.rows * sp.run;
+	if (sp.parts == 1 || local == 0) {
+		move(y->data, x->data, local);
+		return;
+	}
+	const char *send = x->data;
+	if (sp.rows > 1) {
+		/* rank-major: rank q's share of every row, then rank q+1's */
+		char *buf = scratch(sp.parts * local);
+		if (!buf) {
+			taprt_fail(cx, "node '%s' (ReduceScatter): out of memory for %lld bytes of scratch",
+			    n->name, (long long)(sp.parts * local));
+			return;
+		}
+		for (int64_t q = 0; q < sp.parts; q++)
+			for (int64_t r = 0; r < sp.rows; r++)
+				memcpy(buf + q * local + r * sp.run, send + (r * sp.parts + q) * sp.run,
+				    (size_t)sp.run);
+		send = buf;
+	}
+	int rc = cx->be->reduce_scatter(cx->comm, &cx->tp_group, send, y->data, y->numel,
+	    y->dtype, TAPRT_SUM);
+	if (rc != 0)
+		comm_failed(cx, n, "ReduceScatter", "reduce_scatter", rc);
+}
+
+void
+taprt_op_Shard(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x;
+	taprt_tensor *y;
+	Split sp;
+	if (!io(cx, n, "Shard", false, &x, &y) || !group_ok(cx, n, "Shard", false) ||
+	    !split_of(cx, n, "Shard", x, y, &sp))
+		return;
+	/* a move: in place, run r's destination never reaches a later source */
+	const char *s = x->data;
+	char *d = y->data;
+	for (int64_t r = 0; r < sp.rows; r++)
+		move(d + r * sp.run, s + (r * sp.parts + cx->tp_rank) * sp.run, sp.run);
+}
