@@ -75,6 +75,106 @@ put_pruning(FILE *f, Graph *g)
 	fputs(g->ntemplates ? "\n    ]},\n" : "]},\n", f);
 }
 
+/* The role of an anchor's split: column (output features), row (the
+ * contraction), or the axis for convolutions and embeddings. */
+static const char *
+split_role(Graph *g, NodeId n)
+{
+	Node *nd = &g->nodes[n];
+	int a = nd->tp_axis;
+	if (a == TP_REPLICATE)
+		return "replicate";
+	switch (nd->op) {
+	case OP_MatMul:
+		if (nd->in[1] != IR_NONE && g->tensors[nd->in[1]].kind == TK_WEIGHT)
+			return a == g->tensors[nd->in[1]].rank - 1 ? "column" : a == g->tensors[nd->in[1]].rank - 2 ? "row" : "batch";
+		return a == g->tensors[nd->in[0]].rank - 2 ? "rows of the output" : "row";
+	case OP_Gemm:
+		return a == (ir_attr_int(g, n, "transB", 0) ? 0 : 1) ? "column" : "row";
+	case OP_Conv: return a == 0 ? "output channels" : a == 1 ? "input channels" : "spatial";
+	case OP_Gather: return a == 0 ? "vocabulary" : "hidden";
+	default: return "split";
+	}
+}
+
+/* tp-plan's decisions (TAP): searches, per weight pattern, collectives. */
+static void
+put_tensor_parallel(FILE *f, Graph *g)
+{
+	const CostModel *c = &g->cost;
+	fprintf(f, "  \"tensor_parallel\": {\"degree\": %d, \"objective\": \"%s\", ", g->mesh.tp,
+	    c->train ? "train" : "infer");
+	fprintf(f, "\"cost_model\": {\"flops\": %g, \"bw_intra\": %g, \"bw_inter\": %g, "
+	    "\"latency\": %g, \"memory\": %g},\n", c->flops, c->bw_intra, c->bw_inter, c->latency,
+	    c->memory);
+	fprintf(f, "    \"predicted_seconds\": %.6g, \"memory_per_device\": %lld, \"search_ms\": %.3f,\n",
+	    g->tp_cost, (long long)g->tp_memory, g->tp_search_ms);
+	fputs("    \"searches\": [", f);
+	for (int i = 0; i < g->ntpsearch; i++) {
+		TpSearch *r = &g->tpsearch[i];
+		fprintf(f, "%s\n      {\"template\": ", i ? "," : "");
+		put_str(f, r->name);
+		fprintf(f, ", \"instances\": %d, \"choices\": %d, \"plans\": %lld, \"valid\": %lld, "
+		    "\"seconds\": %.6g, \"ms\": %.3f}", r->instances, r->choices, (long long)r->enumerated,
+		    (long long)r->valid, r->cost, r->ms);
+	}
+	fputs("],\n    \"anchors\": [", f);
+	bool first = true;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->tp_axis == TP_NONE)
+			continue;
+		int w = -1;
+		for (int i = 0; i < nd->nin; i++)
+			if (nd->in[i] != IR_NONE && g->tensors[nd->in[i]].kind == TK_WEIGHT &&
+			    g->tensors[nd->in[i]].rank >= 2)
+				w = i;
+		fprintf(f, "%s\n      {\"node\": ", first ? "" : ",");
+		put_str(f, nd->name);
+		fprintf(f, ", \"op\": \"%s\", \"graphnode\": %d, \"weight\": ", ir_op_name(nd->op), nd->group);
+		put_str(f, w >= 0 ? g->tensors[nd->in[w]].name : "");
+		fputs(", \"pattern\": ", f);
+		put_str(f, split_role(g, n));
+		fprintf(f, ", \"axis\": %d, \"blocks\": %d}", nd->tp_axis, nd->tp_blocks);
+		first = false;
+	}
+	fputs("],\n    \"weights\": [", f);
+	first = true;
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		Tensor *x = &g->tensors[t];
+		if (x->kind != TK_WEIGHT || !g->nusers || !g->nusers[t])
+			continue;
+		char ty[IR_TYPESTR];
+		fprintf(f, "%s\n      {\"name\": ", first ? "" : ",");
+		put_str(f, x->name);
+		if (x->slice_axis >= 0)
+			fprintf(f, ", \"pattern\": \"split\", \"axis\": %d, \"blocks\": %d", x->slice_axis,
+			    x->slice_blocks);
+		else
+			fputs(", \"pattern\": \"replicate\"", f);
+		fputs(", \"local\": ", f);
+		put_str(f, ir_typestr(x, ty));
+		fputc('}', f);
+		first = false;
+	}
+	fputs("],\n    \"collectives\": [", f);
+	first = true;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (!ir_op_is_comm(nd->op))
+			continue;
+		char ty[IR_TYPESTR];
+		Tensor *big = &g->tensors[nd->op == OP_AllGather || nd->op == OP_AllReduce ? nd->out[0] : nd->in[0]];
+		fprintf(f, "%s\n      {\"op\": \"%s\", \"node\": ", first ? "" : ",", ir_op_name(nd->op));
+		put_str(f, nd->name);
+		fprintf(f, ", \"graphnode\": %d, \"type\": ", nd->group);
+		put_str(f, ir_typestr(big, ty));
+		fprintf(f, ", \"bytes\": %lld}", (long long)ir_nbytes(big));
+		first = false;
+	}
+	fputs("]},\n", f);
+}
+
 void
 emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 {
@@ -96,16 +196,20 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 	/* until the planner passes choose degrees, every program is one rank */
 	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = m->pp ? m->pp : 1;
 	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"rule\": ", dp, tp, pp);
-	put_str(f, m->dp ? "chosen by the planner" :
-	    "one rank: this tapc has no planner passes yet, so the mesh is not divided");
-	fputs("},\n", f);
-	fprintf(f, "  \"ranks\": [\n    {\"rank\": 0, \"dp\": 0, \"tp\": 0, \"stage\": 0, \"nodes\": %d, "
-	    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"rank0.c\"}\n  ],\n",
-	    g->nnodes, (long long)mp->arena_bytes, (long long)mp->weight_bytes);
+	put_str(f, tp > 1 ? "every device of the mesh to tensor parallelism (or -tp); data and "
+	    "pipeline parallelism are not planned yet" : "one device: nothing to divide");
+	fputs("},\n  \"ranks\": [", f);
+	for (int r = 0; r < tp; r++) /* one program for the group: rank0.c */
+		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": 0, \"tp\": %d, \"stage\": 0, \"nodes\": %d, "
+		    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"rank0.c\"}", r ? "," : "",
+		    r, r, g->nnodes, (long long)mp->arena_bytes, (long long)mp->weight_bytes);
+	fputs("\n  ],\n", f);
 	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
 	    "\"activation_bytes\": %lld},\n", (long long)flops, (long long)bytes, (long long)wbytes,
 	    (long long)mp->arena_bytes);
 	put_pruning(f, g);
+	if (tp > 1)
+		put_tensor_parallel(f, g);
 	fputs("  \"tensors\": [\n", f);
 	int *num = ir_print_numbers(g);
 	bool first = true;

@@ -47,6 +47,12 @@ static cl::opt<long long> MaxModelSize("max-model-size", cl::desc("Refuse model 
     cl::value_desc("bytes"), cl::init(0), cl::cat(Cat));
 static cl::opt<int> MinDuplicate("min-duplicate", cl::desc("fold-scopes: a block must repeat at least N times to become a template (default 2)"),
     cl::value_desc("N"), cl::init(2), cl::cat(Cat));
+static cl::opt<int> TP("tp", cl::desc("Force the tensor-parallel degree (default: every device of the mesh)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+static cl::opt<std::string> Cost("cost", cl::desc("Cost model constants: flops, bw_intra, bw_inter, latency, memory, objective=train|infer (docs/tensor-parallel.md)"),
+    cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
+static cl::opt<unsigned> TPRandom("tp-random", cl::desc("Testing: pick a random valid tensor-parallel plan (seed N) instead of the cheapest"),
+    cl::value_desc("N"), cl::init(0), cl::cat(Cat), cl::Hidden);
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(Cat));
 
 static std::string
@@ -91,6 +97,9 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->max_model_size = MaxModelSize;
 	o->list_passes = ListPasses;
 	o->min_duplicate = MinDuplicate;
+	o->tp = TP;
+	o->cost = Cost.c_str();
+	o->tp_random = TPRandom;
 	o->md = MD || !MF.empty();
 	o->mf = MF.c_str();
 	return true;

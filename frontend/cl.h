@@ -31,6 +31,9 @@ typedef struct {
 	int64_t max_model_size;
 	bool list_passes;
 	int min_duplicate;              /* -min-duplicate=N */
+	int tp;                         /* -tp=N, 0 = every device */
+	const char *cost;               /* -cost=key=value,... */
+	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */
 	bool md;                        /* -MD or -MF */
 	const char *mf;                 /* -MF FILE, "" for the default */
 } TapcOptions;

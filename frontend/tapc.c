@@ -45,8 +45,13 @@ extra_help(void)
 	    "  tapc: error: model.onnx: node '/h.0/attn/MatMul' (MatMul): input 1 is f32[5,4], expected [4,N]\n"
 	    "\nTHE PROGRAM: make -C OUT builds OUT/NAME (NAME: the model file's stem), which takes\n"
 	    "  --check DIR, --inputs DIR --outputs DIR, --bench N; OUT/NAME --help lists them.\n"
+	    "\nTENSOR PARALLELISM: with -mesh RxC (or -tp=N) every device joins one tensor-parallel\n"
+	    "  group; tp-plan picks each weight's pattern by TAP's search and the cost model\n"
+	    "  (-cost=flops=...,bw_intra=...,bw_inter=...,latency=...,memory=...,objective=train|infer),\n"
+	    "  tp-rewrite emits sliced weights and AllReduce/AllGather/ReduceScatter/Shard ops.\n"
 	    "\nDocumentation: README.md, docs/usage.md (every option, the program), docs/ir.md\n"
-	    "(reading the IR), docs/ops.md (operators), docs/runtime.md, docs/build-integration.md.\n");
+	    "(reading the IR), docs/ops.md (operators), docs/tensor-parallel.md, docs/runtime.md,\n"
+	    "docs/build-integration.md.\n");
 	fclose(f);
 	return buf;
 }
@@ -231,7 +236,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 
-	PassCtx cx = {.batch = o.batch, .min_duplicate = o.min_duplicate};
+	PassCtx cx = {.batch = o.batch, .min_duplicate = o.min_duplicate, .tp_random = o.tp_random};
 	if (o.min_duplicate < 2) {
 		diag_error("-min-duplicate=%d: a block must repeat at least twice", o.min_duplicate);
 		return 1;
@@ -244,6 +249,26 @@ main(int argc, char **argv)
 	if (!parse_mesh(o.mesh, &cx.mesh)) {
 		diag_error("-mesh=%s: expected ROWSxCOLS with positive sizes, e.g. 2x8", o.mesh);
 		ok = false;
+	}
+	CostModel cost;
+	ir_cost_defaults(&cost);
+	const char *bad;
+	if (!ir_cost_parse(&cost, o.cost, &bad)) {
+		diag_error("-cost: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, bw_inter, "
+		    "latency, memory (positive numbers) or objective=train|infer", bad);
+		ok = false;
+	}
+	if (ok) { /* this rule: every device goes to tensor parallelism */
+		int devices = cx.mesh.rows * cx.mesh.cols;
+		if (o.tp < 0 || (o.tp > 0 && devices > 1 && o.tp != devices)) {
+			diag_error("-tp=%d: the mesh has %d device%s; tensor parallelism must use all of them "
+			    "(data and pipeline parallelism are not implemented yet)", o.tp, devices,
+			    devices == 1 ? "" : "s");
+			ok = false;
+		} else if (o.tp > 0 && devices == 1) {
+			cx.mesh.cols = o.tp; /* -tp=N alone: a 1xN mesh */
+		}
+		cx.mesh.tp = cx.mesh.rows * cx.mesh.cols;
 	}
 	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0) {
 		diag_error("-emit=%s: expected c, ir or plan", o.emit);
@@ -285,8 +310,11 @@ main(int argc, char **argv)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
-	g->mesh.rows = cx.mesh.rows;
-	g->mesh.cols = cx.mesh.cols;
+	if (!g->mesh.dp) { /* an IR file that carries its degrees keeps its mesh */
+		g->mesh.rows = cx.mesh.rows;
+		g->mesh.cols = cx.mesh.cols;
+	}
+	g->cost = cost;
 	PassOptions po = {
 		.print_before = o.print_before,
 		.print_after = o.print_after,

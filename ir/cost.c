@@ -5,6 +5,11 @@
  * times of pipe-shard and stage-assign, plan.json's predictions).  Counts
  * are from static shapes only; a multiply-add is two operations.
  */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "ir/ir.h"
 
 int64_t
@@ -16,6 +21,8 @@ ir_node_flops(Graph *g, NodeId id)
 	if (!y || !a || y->rank < 0 || a->rank < 0)
 		return 0;
 	switch (n->op) {
+	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
+		return 0;               /* communication: costed by tp-plan */
 	case OP_MatMul:
 		return 2 * ir_numel(y) * (a->rank ? a->dims[a->rank - 1] : 1);
 	case OP_Gemm: {
@@ -48,4 +55,74 @@ ir_node_bytes(Graph *g, NodeId id)
 		if (n->out[i] != IR_NONE && g->tensors[n->out[i]].rank >= 0)
 			b += ir_nbytes(&g->tensors[n->out[i]]);
 	return b;
+}
+
+/* ------------------------------------------------- the model's constants */
+
+void
+ir_cost_defaults(CostModel *m)
+{
+	/* One CPU core with OpenBLAS, ranks as threads of one process, and
+	 * 10 Gb/s Ethernet between nodes: the default backend's machine.
+	 * docs/tensor-parallel.md explains each and how to set GPU values. */
+	*m = (CostModel){
+		.flops = 5e10,
+		.bw_intra = 1e10,
+		.bw_inter = 1.25e9,
+		.latency = 5e-6,
+		.memory = 16.0 * (1 << 30),
+		.train = true,
+	};
+}
+
+bool
+ir_cost_parse(CostModel *m, const char *spec, const char **bad)
+{
+	static char item[128];
+	for (const char *p = spec; *p;) {
+		size_t n = strcspn(p, ",");
+		snprintf(item, sizeof item, "%.*s", (int)(n < sizeof item - 1 ? n : sizeof item - 1), p);
+		*bad = item;
+		char *eq = strchr(item, '=');
+		if (!eq)
+			return false;
+		*eq = 0;
+		const char *key = item, *val = eq + 1;
+		if (strcmp(key, "objective") == 0) {
+			if (strcmp(val, "train") == 0)
+				m->train = true;
+			else if (strcmp(val, "infer") == 0)
+				m->train = false;
+			else
+				return *eq = '=', false;
+		} else {
+			char *end;
+			double v = strtod(val, &end);
+			double *dst = strcmp(key, "flops") == 0 ? &m->flops :
+			    strcmp(key, "bw_intra") == 0 ? &m->bw_intra :
+			    strcmp(key, "bw_inter") == 0 ? &m->bw_inter :
+			    strcmp(key, "latency") == 0 ? &m->latency :
+			    strcmp(key, "memory") == 0 ? &m->memory : NULL;
+			bool zero_ok = dst == &m->latency;
+			if (!dst || end == val || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
+				return *eq = '=', false;
+			*dst = v;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return true;
+}
+
+double
+ir_cost_allreduce(const CostModel *m, int n, double bw, double bytes)
+{
+	return n <= 1 ? 0 : m->latency + 2.0 * (n - 1) / n * bytes / bw;
+}
+
+double
+ir_cost_allgather(const CostModel *m, int n, double bw, double bytes)
+{
+	return n <= 1 ? 0 : m->latency + 1.0 * (n - 1) / n * bytes / bw;
 }

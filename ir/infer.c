@@ -289,6 +289,8 @@ static const struct {
 	signed char imin, imax, omin, omax;
 } arity[OP_COUNT] = {
 	[OP_Clip] = {1, 3, 1, 1}, [OP_Dropout] = {1, 3, 1, 2},
+	[OP_AllReduce] = {1, 1, 1, 1}, [OP_AllGather] = {1, 1, 1, 1},
+	[OP_ReduceScatter] = {1, 1, 1, 1}, [OP_Shard] = {1, 1, 1, 1},
 	[OP_Max] = {1, -1, 1, 1}, [OP_Min] = {1, -1, 1, 1}, [OP_Sum] = {1, -1, 1, 1},
 	[OP_Mean] = {1, -1, 1, 1}, [OP_Where] = {3, 3, 1, 1},
 	[OP_ReduceMean] = {1, 2, 1, 1}, [OP_ReduceSum] = {1, 2, 1, 1},
@@ -1264,6 +1266,43 @@ infer_softmax(Graph *g, NodeId n)
 	return norm_axis(g, n, &axis, x->rank) && set_out(g, n, 0, x->dtype, &s);
 }
 
+/* AllReduce keeps the shape; AllGather multiplies the split axis by the
+ * number of parts, ReduceScatter and Shard divide it (tensor parallelism). */
+static bool
+infer_comm(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Shape s = shape_of(x);
+	if (g->nodes[n].op == OP_AllReduce)
+		return set_out(g, n, 0, x->dtype, &s);
+	int64_t axis = ir_attr_int(g, n, "axis", 0);
+	int64_t parts = ir_attr_int(g, n, "parts", 0);
+	int64_t blocks = ir_attr_int(g, n, "blocks", 1);
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	if (parts < 1 || blocks < 1) {
+		diag_node(g, n, "parts=%lld and blocks=%lld must be positive", (long long)parts,
+		    (long long)blocks);
+		return false;
+	}
+	if (g->nodes[n].op == OP_AllGather) {
+		if (s.d[axis] % blocks != 0) {
+			diag_node(g, n, "axis %lld of %s does not hold %lld blocks", (long long)axis,
+			    ts(x), (long long)blocks);
+			return false;
+		}
+		s.d[axis] *= parts;
+	} else {
+		if (s.d[axis] % (parts * blocks) != 0) {
+			diag_node(g, n, "axis %lld of %s does not split into %lld x %lld parts",
+			    (long long)axis, ts(x), (long long)blocks, (long long)parts);
+			return false;
+		}
+		s.d[axis] /= parts;
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 /* -------------------------------------------------------------- entry */
 
 bool
@@ -1306,6 +1345,8 @@ ir_infer_node(Graph *g, NodeId n)
 		return infer_pool(g, n);
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
 	case OP_Softmax: case OP_LogSoftmax: return infer_softmax(g, n);
+	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
+		return infer_comm(g, n);
 	default:
 		break;
 	}

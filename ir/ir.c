@@ -40,6 +40,12 @@ ir_op_kind(Op op)
 }
 
 bool
+ir_op_is_comm(Op op)
+{
+	return op_kinds[op] == OPK_COMM;
+}
+
+bool
 ir_op_lookup(const char *name, Op *op)
 {
 	for (int i = 0; i < OP_COUNT; i++)
@@ -161,6 +167,7 @@ ir_new(const char *name)
 	g->name = ir_strdup(&g->arena, name ? name : "");
 	g->model = "";
 	g->dir = ".";
+	ir_cost_defaults(&g->cost);
 	return g;
 }
 
@@ -173,6 +180,7 @@ ir_free(Graph *g)
 	free(g->nodes);
 	free(g->nusers);
 	free(g->users);
+	free(g->tpsearch);
 	ir_arena_free(&g->arena);
 	free(g);
 }
@@ -190,6 +198,7 @@ ir_add_tensor(Graph *g, const char *name, TensorKind kind, DType dt)
 	t->rank = -1;
 	t->producer = IR_NONE;
 	t->file = -1;
+	t->slice_axis = -1;
 	return id;
 }
 
@@ -217,6 +226,8 @@ ir_add_node(Graph *g, Op op, const char *name, int nin, const TensorId *in,
 	n->group = IR_NONE;
 	n->stage = IR_NONE;
 	n->phase = PHASE_FWD;
+	n->tp_axis = TP_NONE;
+	n->tp_blocks = 1;
 	return id;
 }
 

@@ -32,12 +32,14 @@ typedef enum {
 } Op;
 
 typedef enum {
-	OPK_UNARY, OPK_BINARY, OPK_VARIADIC, OPK_REDUCE, OPK_SHAPE, OPK_NN
+	OPK_UNARY, OPK_BINARY, OPK_VARIADIC, OPK_REDUCE, OPK_SHAPE, OPK_NN,
+	OPK_COMM,                       /* tapc's own collectives: never in a model file */
 } OpKind;
 
 const char *ir_op_name(Op op);          /* "MatMul" */
 OpKind ir_op_kind(Op op);
 bool ir_op_lookup(const char *name, Op *op); /* false if unsupported */
+bool ir_op_is_comm(Op op);              /* AllReduce, AllGather, ReduceScatter, Shard */
 
 /* -------------------------------------------------------------- dtypes */
 
@@ -102,6 +104,12 @@ typedef struct {
 	void *bytes;                    /* DATA_INLINE: element data */
 	void *value;                    /* known contents (any kind), or NULL: see ir_value */
 	const char *sym0;               /* symbolic name of dim 0 before -batch, or NULL */
+	/* A weight sharded by tp-rewrite: dims are this rank's slice; the full
+	 * dimension along slice_axis is [slice_blocks, slice_parts, chunk] and
+	 * the rank with tensor-parallel coordinate q holds [:, q, :]. */
+	int slice_axis;                 /* -1: the whole tensor */
+	int slice_parts;                /* ranks sharing the axis (the TP degree) */
+	int slice_blocks;               /* >= 1; 3 for a fused q,k,v weight */
 } Tensor;
 
 int64_t ir_numel(const Tensor *t);      /* product of dims; 1 for a scalar */
@@ -149,7 +157,17 @@ typedef struct {
 	int stage;                      /* pipeline stage, IR_NONE before stage-assign */
 	Phase phase;
 	bool dead;                      /* removed; ir_compact drops it */
+	/* tp-plan's choice for the weight of a sharding anchor (MatMul, Gemm,
+	 * Conv, embedding Gather): TP_NONE if the node is not one (or no plan
+	 * yet), TP_REPLICATE, or the weight axis split across the TP ranks. */
+	int tp_axis;
+	int tp_blocks;                  /* the split's block count (>= 1) */
+	const char *tp_comm;            /* tp-plan's note of the collectives this
+					 * node's inputs need ("allreduce:1"), or NULL */
 } Node;
+
+#define TP_NONE (-2)
+#define TP_REPLICATE (-1)
 
 /* --------------------------------------------------------------- graph */
 
@@ -174,6 +192,40 @@ typedef struct {
 	int rows, cols;                 /* device mesh rows x cols (nodes x devices) */
 	int dp, tp, pp;                 /* degrees; 0 = not chosen yet */
 } Mesh;
+
+/*
+ * The analytical cost model's constants (TAP §IV-F, docs/tensor-parallel.md):
+ * what one device computes and how fast its links are.  Defaults describe
+ * the default backend (CPU threads); -cost=key=value,... overrides them.
+ */
+typedef struct {
+	double flops;                   /* floating-point operations per second per device */
+	double bw_intra;                /* bytes/s between devices of one mesh row (node) */
+	double bw_inter;                /* bytes/s between nodes */
+	double latency;                 /* seconds per collective call */
+	double memory;                  /* bytes per device */
+	bool train;                     /* cost a training step (fwd+bwd) or a forward pass */
+} CostModel;
+
+void ir_cost_defaults(CostModel *m);
+/* Parse "flops=1e12,bw_intra=1e11,..." into m; false (and *bad set to the
+ * offending item) on an unknown key or a bad value. */
+bool ir_cost_parse(CostModel *m, const char *spec, const char **bad);
+/* Seconds for one collective over n ranks on bandwidth bw moving a tensor
+ * of `bytes` (the full tensor): ring algorithms, TAP's communication cost. */
+double ir_cost_allreduce(const CostModel *m, int n, double bw, double bytes);
+double ir_cost_allgather(const CostModel *m, int n, double bw, double bytes);
+
+/* One search of tp-plan (TAP Alg. 2), for plan.json and the benchmark. */
+typedef struct {
+	const char *name;               /* the template's pattern, or "graph" */
+	int first;                      /* first GraphNode searched */
+	int instances;                  /* copies the plan was applied to */
+	int choices;                    /* weight anchors searched (V) */
+	int64_t enumerated, valid;      /* plans tried; plans pattern routing accepted */
+	double cost;                    /* the best plan's cost, seconds */
+	double ms;                      /* search time */
+} TpSearch;
 
 typedef struct Graph {
 	Arena arena;
@@ -203,6 +255,14 @@ typedef struct Graph {
 	int ops_loaded;                 /* node count as loaded, before any pass */
 
 	Mesh mesh;
+	CostModel cost;
+
+	/* tp-plan's record (plan.json) */
+	int ntpsearch;
+	TpSearch *tpsearch;
+	double tp_search_ms;            /* all searches */
+	double tp_cost;                 /* predicted cost of the whole plan, seconds */
+	int64_t tp_memory;              /* bytes per device the plan's weights need */
 
 	/* def-use, rebuilt by ir_reindex */
 	int *nusers;                    /* per tensor */

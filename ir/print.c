@@ -148,6 +148,11 @@ put_source(Printer *pr, TensorId id)
 		else
 			put_quoted(pr->f, g->files[t->file]);
 		fprintf(pr->f, "+0x%" PRIx64, (uint64_t)t->offset);
+		if (t->slice_axis >= 0) {
+			fprintf(pr->f, " slice=%d/%d", t->slice_axis, t->slice_parts);
+			if (t->slice_blocks > 1)
+				fprintf(pr->f, " blocks=%d", t->slice_blocks);
+		}
 	} else if (t->data == DATA_INLINE) {
 		fputs(" = ", pr->f);
 		put_values(pr->f, t->dtype, t->bytes, ir_numel(t));
@@ -244,6 +249,12 @@ put_node(Printer *pr, NodeId id)
 		fprintf(f, " stage=%d", n->stage);
 	if (n->phase != PHASE_FWD)
 		fprintf(f, " phase=%s", n->phase == PHASE_BWD ? "bwd" : "opt");
+	if (n->tp_axis == TP_REPLICATE)
+		fputs(" tp=R", f);
+	else if (n->tp_axis >= 0)
+		fprintf(f, n->tp_blocks > 1 ? " tp=S%d/%d" : " tp=S%d", n->tp_axis, n->tp_blocks);
+	if (n->tp_comm)
+		fprintf(f, " comm=%s", n->tp_comm);
 	fclose(f);
 	pr->f = out;
 

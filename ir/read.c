@@ -571,6 +571,23 @@ parse_location(Reader *r, TensorId id)
 	t->file = ir_add_file(g, file);
 	t->offset = (int64_t)off;
 	t->length = ir_nbytes(t);
+	if (consume_word(r, "slice")) { /* " slice=AXIS/PARTS [blocks=B]": a TP shard */
+		expect(r, "=");
+		t->slice_axis = (int)parse_int(r, "slice axis", 0, t->rank > 0 ? t->rank - 1 : 0);
+		expect(r, "/");
+		t->slice_parts = (int)parse_int(r, "slice parts", 1, 1 << 20);
+		t->slice_blocks = 1;
+		if (consume_word(r, "blocks")) {
+			expect(r, "=");
+			t->slice_blocks = (int)parse_int(r, "slice blocks", 1, 1 << 20);
+		}
+		if (t->rank < 1)
+			error(r, "a scalar cannot be sliced");
+		if (t->dims[t->slice_axis] % t->slice_blocks != 0)
+			error(r, "slice axis %d of %" PRId64 " does not hold %d blocks", t->slice_axis,
+			    t->dims[t->slice_axis], t->slice_blocks);
+		t->length *= t->slice_parts;
+	}
 }
 
 /* One inline element of dtype dt, appended to r->vals_buf. */
@@ -850,6 +867,32 @@ parse_node(Reader *r, const char *opname)
 			n->phase = PHASE_OPT;
 		else
 			error(r, "expected phase=bwd or phase=opt, found %s", found(r));
+	}
+	if (consume_word(r, "tp")) { /* tp-plan's choice: tp=R, tp=S1, tp=S1/3 */
+		expect(r, "=");
+		if (consume_word(r, "R")) {
+			n->tp_axis = TP_REPLICATE;
+		} else {
+			skip_space(r);
+			if (r->p >= r->end || *r->p != 'S')
+				error(r, "expected tp=R or tp=S<axis>[/<blocks>], found %s", found(r));
+			r->p++;
+			n->tp_axis = (int)parse_int(r, "split axis", 0, IR_MAX_RANK - 1);
+			if (consume(r, "/"))
+				n->tp_blocks = (int)parse_int(r, "split blocks", 1, 1 << 20);
+		}
+	}
+	if (consume_word(r, "comm")) {
+		expect(r, "=");
+		skip_space(r);
+		const char *s = r->p;
+		while (r->p < r->end && (is_word(*r->p) || (*r->p && strchr(":,", *r->p))))
+			r->p++;
+		if (r->p == s)
+			error(r, "expected collectives after comm=, found %s", found(r));
+		char *c = ir_alloc(&g->arena, r->p - s + 1);
+		memcpy(c, s, r->p - s);
+		n->tp_comm = c;
 	}
 	if (peek(r, '#'))
 		n->name = parse_comment(r);

@@ -15,6 +15,7 @@ typedef struct {
 	int microbatches;               /* -microbatches=M */
 	Mesh mesh;                      /* -mesh and forced -dp/-tp/-pp */
 	int min_duplicate;              /* -min-duplicate=N (fold-scopes) */
+	unsigned tp_random;             /* -tp-random=SEED: a random valid plan (testing) */
 } PassCtx;
 
 typedef bool (*PassFn)(Graph *g, PassCtx *cx);
@@ -34,7 +35,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,tp-plan,tp-rewrite,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

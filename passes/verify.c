@@ -23,9 +23,16 @@ check_source(Graph *g, TensorId id)
 	}
 	if (t->kind == TK_INPUT)
 		return true;
+	/* a tensor-parallel slice records the whole tensor's bytes */
+	int64_t parts = t->slice_axis >= 0 ? t->slice_parts : 1;
+	if (t->slice_axis >= 0 && (t->data != DATA_FILE || t->slice_axis >= t->rank ||
+	    t->slice_parts < 1 || t->slice_blocks < 1 || t->dims[t->slice_axis] % t->slice_blocks)) {
+		diag_file(g->model, "verify: weight '%s' has a bad slice", t->name);
+		return false;
+	}
 	if (t->data == DATA_NONE ||
 	    (t->data == DATA_FILE && (t->file < 0 || t->file >= g->nfiles || t->offset < 0)) ||
-	    t->length != ir_nbytes(t)) {
+	    t->length != ir_nbytes(t) * parts) {
 		diag_file(g->model, "verify: weight '%s' %s has no data of %lld bytes", t->name,
 		    ir_typestr(t, ty), (long long)ir_nbytes(t));
 		return false;

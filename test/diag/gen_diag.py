@@ -335,6 +335,10 @@ def cases_file():
     case("unsupported_op", make_model(tiny_graph(nodes=[
         helper.make_node("FooBar", ["x"], ["y"], name="foo")])),
         "node 'foo' (FooBar): unsupported operator 'FooBar' (docs/ops.md lists the supported ones)")
+    case("internal_collective", make_model(tiny_graph(nodes=[
+        helper.make_node("AllReduce", ["x"], ["y"], name="ar")])),
+        "node 'ar' (AllReduce): 'AllReduce' is tapc's own collective, which only tp-rewrite makes; "
+        "a model cannot use it")
     boxes = helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 8, 4])
     scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 8])
     case("nms", make_model(tiny_graph(
