@@ -49,6 +49,35 @@ expect 0 "@file response file" "$TAPC" "@$tmp/args.rsp" $mlp
 printf -- '-frobnicate\n' >"$tmp/bad.rsp"
 expect 1 "@file with a bad option" "$TAPC" "@$tmp/bad.rsp" $mlp
 
+# tensor parallelism: -tp, -cost, the plan in the IR dump and plan.json
+expect 0 "-tp=2 alone is a 1x2 mesh" "$TAPC" $gpt -tp=2 -emit=ir
+check "-tp=2: the header" has "$tmp/out" "mesh=1x2 dp=1 tp=2 pp=1"
+check "-tp=2: collectives in the IR" has "$tmp/out" "= AllReduce "
+check "-tp=2: sliced weights" has "$tmp/out" "slice=1/2 blocks=3"
+expect 1 "-tp must use every device" "$TAPC" $gpt -mesh 1x4 -tp=2 -emit=ir
+check "-tp mismatch: message" has "$tmp/err" "tensor parallelism must use all of them"
+expect 1 "-tp negative" "$TAPC" $gpt -tp=-1 -emit=ir
+expect 1 "-cost unknown key" "$TAPC" $gpt -cost=speed=3 -emit=ir
+check "-cost: message names the item" has "$tmp/err" "'speed=3'"
+expect 1 "-cost bad value" "$TAPC" $gpt -cost=flops=-1 -emit=ir
+expect 1 "-cost bad objective" "$TAPC" $gpt -cost=objective=fast -emit=ir
+expect 0 "-cost accepted" "$TAPC" $gpt -mesh 1x2 -cost=flops=1e14,bw_intra=3e11,latency=1e-5,objective=infer -emit=plan
+check "-cost: plan.json shows the constants" has "$tmp/out" '"flops": 1e+14'
+check "-cost: plan.json objective" has "$tmp/out" '"objective": "infer"'
+expect 1 "-cost=memory too small" "$TAPC" $gpt -mesh 1x2 -cost=memory=1000 -emit=ir
+check "memory: message" has "$tmp/err" "bytes per device"
+expect 0 "-print-after=tp-plan" "$TAPC" $gpt -mesh 1x4 -print-after=tp-plan -emit=ir -o /dev/null
+check "tp-plan dump: patterns" has "$tmp/err" "tp=S1/3 "
+check "tp-plan dump: collectives" has "$tmp/err" "comm=allreduce:1"
+"$TAPC" $gpt -mesh 1x2 -stop-after=tp-plan -emit=ir -o "$tmp/planned.ir" 2>/dev/null
+expect 0 "a tp-plan dump reads back and rewrites" "$TAPC" "$tmp/planned.ir" -passes=tp-rewrite,verify -emit=ir -o "$tmp/rewritten.ir"
+"$TAPC" $gpt -mesh 1x2 -emit=ir -o "$tmp/direct.ir" 2>/dev/null
+check "... the same graph as one run" cmp -s "$tmp/rewritten.ir" "$tmp/direct.ir"
+expect 0 "a rewritten dump reads back unchanged" "$TAPC" "$tmp/direct.ir" -passes=verify -emit=ir -o "$tmp/again.ir"
+check "... byte for byte" cmp -s "$tmp/again.ir" "$tmp/direct.ir"
+expect 1 "tp-plan refuses a rewritten graph" "$TAPC" "$tmp/direct.ir" -mesh 1x2 -emit=ir
+check "... message" has "$tmp/err" "already one rank's"
+
 expect 0 "-print-after=fold-constants" "$TAPC" $gpt -print-after=fold-constants -emit=ir -o /dev/null
 check "-print-after banner" has "$tmp/err" "IR Dump After fold-constants"
 check "-print-after prints IR" has "$tmp/err" '^graph "'

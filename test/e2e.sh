@@ -1,37 +1,55 @@
 #!/bin/sh
 # e2e.sh - every fixture compiled, built and checked against its reference.
 #
-# For each test/e2e/NAME: `tapc model.onnx -mesh 1x1 -o OUT`, `make -C OUT`,
-# `OUT/model --check test_data_set_0` (batch 1, the default) and, recompiled
-# with -batch=4, `--check test_data_set_1`, at rtol 1e-4 / atol 1e-5.  The
-# references come from torch (test/e2e/gen_fixtures.py), cross-checked with
-# onnxruntime.  MESHES="1x1 1x2" widens the meshes tried.
+# For each test/e2e/NAME and each mesh of MESHES (default 1x1 1x2 1x4: one
+# rank, then tensor parallelism over 2 and 4): `tapc model.onnx -mesh M -o
+# OUT`, `make -C OUT`, `OUT/model --check test_data_set_0` (batch 1, the
+# default) and, recompiled with -batch=4, `--check test_data_set_1`, at
+# rtol 1e-4 / atol 1e-5.  The references come from torch
+# (test/e2e/gen_fixtures.py), cross-checked with onnxruntime, so every
+# multi-rank program is checked against the framework, not against tapc's
+# one-rank output.  Then, since the cost model picks only one plan per
+# fixture, RANDOM_SEEDS (default 1 2 3) more plans per mesh of RANDOM_MESHES
+# (default 1x2 1x4), drawn uniformly from the valid ones (-tp-random=SEED),
+# must pass the same check: every sharding pattern the router accepts has
+# to compute the model.
 . "$srcdir/test/lib.sh"
 cd "$srcdir"
 for m in test/e2e/*/model.onnx; do
 	dir=$(dirname "$m")
 	name=$(basename "$dir")
-	for mesh in ${MESHES:-1x1}; do
-		for set in 0 1; do
-			out="$tmp/$name-$mesh-$set"
-			batch=""
-			[ $set = 1 ] && batch=-batch=4
-			what="$name mesh $mesh test_data_set_$set"
-			if ! "$TAPC" "$m" -mesh "$mesh" $batch -o "$out" 2>"$tmp/err"; then
-				fail "$what: tapc: $(head -1 "$tmp/err")"
-				continue
-			fi
-			if ! make -s -C "$out" >"$tmp/err" 2>&1; then
-				fail "$what: make"; head -5 "$tmp/err"
-				continue
-			fi
-			if "$out/model" --check "$dir/test_data_set_$set" --rtol 1e-4 --atol 1e-5 >"$tmp/log" 2>&1; then
-				pass "$what"
-			else
-				fail "$what"; cat "$tmp/log"
-			fi
-			sed 's/^/    /' "$tmp/log"
+	runs=""
+	for mesh in ${MESHES:-1x1 1x2 1x4}; do
+		runs="$runs $mesh:0:0 $mesh:1:0"
+	done
+	for mesh in ${RANDOM_MESHES:-1x2 1x4}; do
+		for seed in ${RANDOM_SEEDS:-1 2 3}; do
+			runs="$runs $mesh:0:$seed"
 		done
+	done
+	for run in $runs; do
+		mesh=${run%%:*}; set=${run#*:}; seed=${set#*:}; set=${set%%:*}
+		out="$tmp/$name-$mesh-$set-$seed"
+		batch=""
+		[ $set = 1 ] && batch=-batch=4
+		random=""
+		[ $seed != 0 ] && random=-tp-random=$seed
+		what="$name mesh $mesh test_data_set_$set${random:+ random plan $seed}"
+		if ! "$TAPC" "$m" -mesh "$mesh" $batch $random -o "$out" 2>"$tmp/err"; then
+			fail "$what: tapc: $(head -1 "$tmp/err")"
+			continue
+		fi
+		if ! make -s -C "$out" >"$tmp/err" 2>&1; then
+			fail "$what: make"; head -5 "$tmp/err"
+			continue
+		fi
+		if "$out/model" --check "$dir/test_data_set_$set" --rtol 1e-4 --atol 1e-5 >"$tmp/log" 2>&1; then
+			pass "$what"
+		else
+			fail "$what"; cat "$tmp/log"
+		fi
+		sed 's/^/    /' "$tmp/log"
+		rm -rf "$out"
 	done
 done
 finish

@@ -24,6 +24,7 @@ Opsets:
     ln17  opset 17   (torch emits LayerNormalization)
     t5    opset 14   (encoder-decoder, RMSNorm, causal mask via tril -> Trilu)
     resmlp opset 13  (4 residual LayerNorm/Linear/ReLU/Linear blocks)
+    tied  opset 13   (embedding table reused as the Gemm output projection)
 All models but ln17 thus have LayerNorm decomposed into
 ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add.  Dim 0 of every input and output is
 symbolic ("batch"); all other dims are static.
@@ -417,6 +418,27 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
+class Tied(nn.Module):
+    """A language model whose output projection is its embedding table (one
+    initializer used by Gather and by Gemm transB=1, as F.linear exports on a
+    2-D input), with a 2-D MLP of Gemms with biases in between: the tied
+    weight and the Gemm-bias traps of tensor parallelism."""
+    def __init__(self, vocab=96, seq=8, hidden=32, inter=64):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.ln = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, inter)
+        self.fc2 = nn.Linear(inter, hidden)
+        self.ln_f = nn.LayerNorm(hidden)
+        self.hidden = hidden
+
+    def forward(self, idx):
+        x = self.wte(idx).reshape(-1, self.hidden)          # [B*S, E]
+        x = x + self.fc2(F.gelu(self.fc1(self.ln(x))))      # Gemm + bias
+        logits = F.linear(self.ln_f(x), self.wte.weight)    # Gemm transB=1, tied
+        return logits.reshape(idx.shape[0], idx.shape[1], -1)
+
+
 # ---------------------------------------------------------------- inputs
 
 def gpt_inputs(batch, gen, seq=16, vocab=128):
@@ -455,6 +477,10 @@ def resmlp_inputs(batch, gen):
     return {'x': torch.randn(batch, 32, generator=gen)}
 
 
+def tied_inputs(batch, gen, seq=8, vocab=96):
+    return {'idx': torch.randint(0, vocab, (batch, seq), generator=gen)}
+
+
 def resnet_inputs(batch, gen):
     return {'x': torch.randn(batch, 3, 16, 16, generator=gen)}
 
@@ -471,6 +497,7 @@ MODELS = {
     't5': (1240, T5, t5_inputs, ['logits'], 14, None),
     'resmlp': (1239, ResMLP, resmlp_inputs, ['y'], 13, None),
     'resnet': (1241, ResNet, resnet_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
+    'tied': (1242, Tied, tied_inputs, ['logits'], 13, None),
 }
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 
@@ -519,6 +546,31 @@ def export_onnx(model, inputs, out_names, opset, model_path, training=None):
     onnx.save(m, model_path)
 
 
+def retie(model_path, table):
+    """torch's constant folding turns F.linear(x, wte.weight) into a MatMul
+    with a transposed copy of the table; put the tie back as other exporters
+    write it: Gemm(x, table, transB=1) on the one shared initializer."""
+    m = onnx.load(model_path)
+    inits = {i.name: i for i in m.graph.initializer}
+    w = numpy_helper.to_array(inits[table])
+    for k, node in enumerate(m.graph.node):
+        b = inits.get(node.input[1]) if node.op_type == 'MatMul' else None
+        if b is None:
+            continue
+        bt = numpy_helper.to_array(b)
+        if bt.shape == w.T.shape and np.array_equal(bt, w.T):
+            gemm = onnx.helper.make_node('Gemm', [node.input[0], table], list(node.output),
+                                         name=node.name.replace('MatMul', 'Gemm'), transB=1)
+            m.graph.node.remove(node)
+            m.graph.node.insert(k, gemm)
+            m.graph.initializer.remove(b)
+            break
+    else:
+        raise SystemExit('retie: no MatMul with the transposed %s' % table)
+    onnx.checker.check_model(m)
+    onnx.save(m, model_path)
+
+
 def export(name):
     seed, ctor, make_inputs, out_names, opset, training = MODELS[name]
     torch.manual_seed(seed)
@@ -540,6 +592,8 @@ def export(name):
     in_names = list(datasets[0].keys())
     model_path = os.path.join(mdir, 'model.onnx')
     export_onnx(model, datasets[0], out_names, opset, model_path, training)
+    if name == 'tied':
+        retie(model_path, 'wte.weight')
 
     for i, inputs in enumerate(datasets):
         ddir = os.path.join(mdir, 'test_data_set_%d' % i)
