@@ -101,6 +101,10 @@ taprt_comm *taprt_threads_rank(taprt_comm *world, int rank); /* cx->comm for ran
 void taprt_threads_abort(taprt_comm *world);                 /* wake blocked ranks; later calls fail */
 void taprt_threads_free(taprt_comm *world);                  /* after every rank thread is joined */
 
+/* A buffer of at least `bytes`, 64-byte aligned, private to the calling
+ * thread and valid until its next call (scratch.c); NULL if out of memory. */
+void *taprt_scratch(int64_t bytes);
+
 /* BLAS threads per rank (set by taprt_main). */
 void taprt_blas_threads(int n);
 

@@ -37,58 +37,6 @@ move(void *dst, const void *src, int64_t bytes)
 		memmove(dst, src, (size_t)bytes);
 }
 
-/* ------------------------------------------------------------ scratch */
-
-/* One buffer per thread (ranks are threads), freed when the thread exits. */
-typedef struct {
-	void *p;
-	size_t cap;
-} Scratch;
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static bool scratch_ok;
-
-static void
-scratch_free(void *v)
-{
-	Scratch *s = v;
-	free(s->p);
-	free(s);
-}
-
-static void
-scratch_init(void)
-{
-	scratch_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
-}
-
-static void *
-scratch(int64_t bytes)
-{
-	pthread_once(&scratch_once, scratch_init);
-	if (!scratch_ok)
-		return NULL;
-	Scratch *s = pthread_getspecific(scratch_key);
-	if (!s) {
-		if (!(s = calloc(1, sizeof *s)))
-			return NULL;
-		if (pthread_setspecific(scratch_key, s) != 0) {
-			free(s);
-			return NULL;
-		}
-	}
-	size_t n = ((size_t)bytes + 63) & ~(size_t)63;
-	if (n > s->cap) {
-		free(s->p);
-		s->cap = 0;
-		if (!(s->p = aligned_alloc(64, n ? n : 64)))
-			return NULL;
-		s->cap = n;
-	}
-	return s->p;
-}
-
 /* ------------------------------------------------------------- checks */
 
 static void
@@ -255,7 +203,7 @@ taprt_op_AllGather(taprt_ctx *cx, const taprt_node *n)
 			comm_failed(cx, n, "AllGather", "allgather", rc);
 		return;
 	}
-	char *buf = scratch(sp.parts * local);
+	char *buf = taprt_scratch(sp.parts * local);
 	if (!buf) {
 		taprt_fail(cx, "node '%s' (AllGather): out of memory for %lld bytes of scratch",
 		    n->name, (long long)(sp.parts * local));
@@ -290,7 +238,7 @@ taprt_op_ReduceScatter(taprt_ctx *cx, const taprt_node *n)
 	const char *send = x->data;
 	if (sp.rows > 1) {
 		/* rank-major: rank q's share of every row, then rank q+1's */
-		char *buf = scratch(sp.parts * local);
+		char *buf = taprt_scratch(sp.parts * local);
 		if (!buf) {
 			taprt_fail(cx, "node '%s' (ReduceScatter): out of memory for %lld bytes of scratch",
 			    n->name, (long long)(sp.parts * local));

@@ -420,23 +420,6 @@ im2col_##s(const T *x, int64_t C, const geom *g, T *col)                  \
 FLOAT_TYPES(IM2COL)
 #undef IM2COL
 
-/* The im2col buffer: one per thread, since ranks run as threads; kept. */
-static _Thread_local void *scratch;
-static _Thread_local size_t scratch_cap;
-
-static void *
-scratch_get(size_t bytes)
-{
-	if (bytes > scratch_cap) {
-		free(scratch);
-		scratch_cap = 0;
-		scratch = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-		if (scratch)
-			scratch_cap = bytes;
-	}
-	return scratch;
-}
-
 /* One Conv in type T: per image and group, W_g[Mg, Cg*KK] @ col[Cg*KK, P]. */
 #define CONV(T, s, gemm)                                                  \
 static int                                                                \
@@ -449,7 +432,7 @@ conv_##s(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t C, \
 	for (int d = 0; d < 3; d++)                                       \
 		direct = direct && g->st[d] == 1 && g->pb[d] == 0;        \
 	T *col = NULL;                                                    \
-	if (!direct && !(col = scratch_get((size_t)Cg * KK * P * sizeof(T)))) \
+	if (!direct && !(col = taprt_scratch((size_t)Cg * KK * P * sizeof(T)))) \
 		return -1;                                                \
 	for (int64_t b = 0; b < N; b++)                                   \
 		for (int64_t gi = 0; gi < G; gi++) {                      \
