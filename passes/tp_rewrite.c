@@ -384,12 +384,13 @@ pass_tp_rewrite(Graph *g, PassCtx *cx)
 	}
 	free(old);
 
+	ir_compact(g);          /* drops a weight every use of which was cloned */
+	regroup(g);
+
 	/* 3. shapes: inference must agree with the plan */
 	int64_t (*want)[IR_MAX_RANK] = malloc(sizeof *want * (g->ntensors + 1));
 	for (TensorId t = 0; t < g->ntensors; t++)
 		memcpy(want[t], g->tensors[t].dims, sizeof want[t]);
-	ir_reindex(g);
-	regroup(g);
 	if (!ir_infer_all(g))
 		die("tp-rewrite: shape inference failed on the rewritten graph");
 	for (TensorId t = 0; t < g->ntensors; t++)
