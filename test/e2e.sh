@@ -12,7 +12,9 @@
 # fixture, RANDOM_SEEDS (default 1 2 3) more plans per mesh of RANDOM_MESHES
 # (default 1x2 1x4), drawn uniformly from the valid ones (-tp-random=SEED),
 # must pass the same check: every sharding pattern the router accepts has
-# to compute the model.
+# to compute the model.  Last, plans forced by editing tp-plan's dump (the
+# traps of docs/tensor-parallel.md: a tied table split two ways, a split
+# residual stream reaching LayerNorm) are rewritten, built and checked.
 . "$srcdir/test/lib.sh"
 cd "$srcdir"
 for m in test/e2e/*/model.onnx; do
@@ -52,4 +54,37 @@ for m in test/e2e/*/model.onnx; do
 		rm -rf "$out"
 	done
 done
+
+# forced FIXTURE MESH SED-SCRIPT: edit the tp= patterns of tp-plan's dump
+forced() {
+	name=$1 mesh=$2 edit=$3
+	what="$name mesh $mesh forced plan: $edit"
+	out="$tmp/forced-$name-$mesh"
+	if ! "$TAPC" "test/e2e/$name/model.onnx" -mesh "$mesh" -stop-after=tp-plan -emit=ir \
+	    -o "$tmp/planned.ir" 2>"$tmp/err"; then
+		fail "$what: tapc: $(head -1 "$tmp/err")"
+		return
+	fi
+	sed "$edit" "$tmp/planned.ir" >"$tmp/forced.ir"
+	if cmp -s "$tmp/planned.ir" "$tmp/forced.ir"; then
+		fail "$what: the edit changed nothing"
+	elif ! "$TAPC" "$tmp/forced.ir" -passes=tp-rewrite,verify -o "$out" 2>"$tmp/err"; then
+		fail "$what: tapc: $(head -1 "$tmp/err")"
+	elif ! make -s -C "$out" >"$tmp/err" 2>&1; then
+		fail "$what: make"; head -5 "$tmp/err"
+	elif "$out/model" --check "test/e2e/$name/test_data_set_0" --rtol 1e-4 --atol 1e-5 >"$tmp/log" 2>&1; then
+		pass "$what"
+	else
+		fail "$what"; cat "$tmp/log"
+	fi
+	rm -rf "$out"
+}
+# the tied table: the embedding split by hidden, the output projection by vocabulary
+forced tied 1x2 '/# \/wte\/Gather$/s/tp=R/tp=S1/; /# \/Gemm$/s/tp=R/tp=S0/'
+forced tied 1x4 '/# \/wte\/Gather$/s/tp=R/tp=S1/; /# \/Gemm$/s/tp=R/tp=S0/'
+# the Gemms' contraction split: the product is summed before the bias
+forced tied 1x2 '/# \/fc1\/Gemm$/s/tp=R/tp=S1/; /# \/fc2\/Gemm$/s/tp=R/tp=S1/'
+# a column-split attention projection: the residual stream reaches ln_2 split
+forced gpt 1x2 '/c_proj\/MatMul$/s/tp=S0/tp=S1/'
+forced gpt 1x4 '/c_proj\/MatMul$/s/tp=S0/tp=S1/'
 finish

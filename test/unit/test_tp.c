@@ -153,6 +153,10 @@ tp_gpt_rewrite(void)
 		NodeId qkv = node_named(g, "/h.0/attn/c_attn/MatMul");
 		CU_ASSERT_EQUAL(g->nodes[qkv].tp_axis, 1);
 		CU_ASSERT_EQUAL(g->nodes[qkv].tp_blocks, 3);
+		/* the rest of Megatron's plan: rows, columns, rows */
+		CU_ASSERT_EQUAL(g->nodes[node_named(g, "/h.1/attn/c_proj/MatMul")].tp_axis, 0);
+		CU_ASSERT_EQUAL(g->nodes[node_named(g, "/h.1/mlp/mlp.0/MatMul")].tp_axis, 1);
+		CU_ASSERT_EQUAL(g->nodes[node_named(g, "/h.1/mlp/mlp.2/MatMul")].tp_axis, 0);
 		CU_ASSERT_TRUE_FATAL(pass_tp_rewrite(g, &cx));
 		CU_ASSERT_TRUE(pass_verify(g, &cx));
 
