@@ -224,23 +224,41 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 	int *greg;
 	int nreg = tp_regions(s, &greg);
 
+	/* each region's nodes, in graph order: order[rstart[r] .. rstart[r+1]) */
+	int *rstart = calloc(nreg + 2, sizeof *rstart);
+	NodeId *order = malloc(sizeof *order * (g->nnodes + 1));
+	bool *rtmpl = calloc(nreg + 1, sizeof *rtmpl);
+	if (!rstart || !order || !rtmpl)
+		die("out of memory");
+	for (NodeId n = 0; n < g->nnodes; n++)
+		rstart[s->region[n] + 1]++;
+	for (int r = 0; r < nreg; r++)
+		rstart[r + 1] += rstart[r];
+	for (NodeId n = 0; n < g->nnodes; n++) /* rstart[r] counts up to r+1's start */
+		order[rstart[s->region[n]]++] = n;
+	for (int r = nreg; r > 0; r--)
+		rstart[r] = rstart[r - 1];
+	rstart[0] = 0;
+	for (int i = 0; i < g->ngroups; i++)
+		if (greg[i] >= 0)
+			rtmpl[greg[i]] = true;
+
 	/* one search per template, applied to every instance */
 	for (int t = 0; t < g->ntemplates; t++) {
 		Template *T = &g->templates[t];
 		int nn = 0, na = 0, reg0 = greg[T->inst[0]];
-		for (NodeId n = 0; n < g->nnodes; n++)
-			if (s->region[n] == reg0) {
-				nodes[nn++] = n;
-				if (g->nodes[n].tp_axis != TP_NONE)
-					anchors[na++] = n;
-			}
+		for (int i = rstart[reg0]; i < rstart[reg0 + 1]; i++) {
+			nodes[nn++] = order[i];
+			if (g->nodes[order[i]].tp_axis != TP_NONE)
+				anchors[na++] = order[i];
+		}
 		TpSearch *rec = add_record(g, T->name, T->inst[0], T->ninstances);
 		search(&S, nodes, nn, anchors, na, rec);
 		for (int i = 1; i < T->ninstances; i++) {
 			int reg = greg[T->inst[i * T->ngroups]], k = 0;
-			for (NodeId n = 0; n < g->nnodes; n++) {
-				Node *nd = &g->nodes[n];
-				if (s->region[n] != reg || nd->tp_axis == TP_NONE)
+			for (int j = rstart[reg]; j < rstart[reg + 1]; j++) {
+				Node *nd = &g->nodes[order[j]];
+				if (nd->tp_axis == TP_NONE)
 					continue;
 				if (k >= na || g->nodes[anchors[k]].op != nd->op)
 					die("tp-plan: instance %d of template %d differs from the first", i, t);
@@ -254,18 +272,14 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 	TpSearch rest = {0};
 	bool any = false;
 	for (int r = 0; r < nreg; r++) {
-		int nn = 0, na = 0;
-		for (NodeId n = 0; n < g->nnodes; n++)
-			if (s->region[n] == r) {
-				nodes[nn++] = n;
-				if (g->nodes[n].tp_axis != TP_NONE)
-					anchors[na++] = n;
-			}
-		bool in_template = false;
-		for (int i = 0; i < g->ngroups && nn; i++)
-			in_template |= greg[i] == r;
-		if (!nn || in_template)
+		if (rtmpl[r] || rstart[r] == rstart[r + 1])
 			continue;
+		int nn = 0, na = 0;
+		for (int i = rstart[r]; i < rstart[r + 1]; i++) {
+			nodes[nn++] = order[i];
+			if (g->nodes[order[i]].tp_axis != TP_NONE)
+				anchors[na++] = order[i];
+		}
 		TpSearch one = {0};
 		search(&S, nodes, nn, anchors, na, &one);
 		if (one.valid == 0)
@@ -296,6 +310,9 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 	g->mesh.dp = 1;
 	g->mesh.pp = 1;
 	free(greg);
+	free(rstart);
+	free(order);
+	free(rtmpl);
 	free(nodes);
 	free(anchors);
 	free(S.choice);
