@@ -193,7 +193,10 @@ local_shape_inputs(Rw *w, Node *nd)
 	Graph *g = w->g;
 	if (nd->op == OP_Reshape && nd->nin > 1) {
 		Tensor *y = &g->tensors[nd->out[0]];
-		nd->in[1] = int_const(g, y->dims, y->rank);
+		const int64_t *v = ir_value(g, nd->in[1]);
+		if (!v || ir_numel(&g->tensors[nd->in[1]]) != y->rank ||
+		    memcmp(v, y->dims, sizeof(int64_t) * y->rank) != 0)
+			nd->in[1] = int_const(g, y->dims, y->rank);
 	} else if (nd->op == OP_Split) {
 		Tensor *x = &g->tensors[nd->out[0]];
 		int64_t axis = 0;
@@ -205,8 +208,11 @@ local_shape_inputs(Rw *w, Node *nd)
 		int64_t *sz = ir_alloc(&g->arena, sizeof *sz * (nd->nout + 1));
 		for (int i = 0; i < nd->nout; i++)
 			sz[i] = g->tensors[nd->out[i]].dims[axis];
-		if (nd->nin > 1 && nd->in[1] != IR_NONE)
-			nd->in[1] = int_const(g, sz, nd->nout);
+		if (nd->nin > 1 && nd->in[1] != IR_NONE) {
+			const int64_t *v = ir_value(g, nd->in[1]);
+			if (!v || memcmp(v, sz, sizeof *sz * nd->nout) != 0)
+				nd->in[1] = int_const(g, sz, nd->nout);
+		}
 		for (int i = 0; i < nd->nattr; i++)
 			if (strcmp(nd->attr[i].name, "split") == 0) {
 				nd->attr[i].is = sz;
