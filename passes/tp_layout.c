@@ -432,7 +432,6 @@ rule_matmul(TpState *s, NodeId n, int am, int ak, int bk, int bn, int wa, int wb
 		}
 	}
 	s->out[0] = y;
-	(void)ym;
 }
 
 static void
@@ -462,7 +461,6 @@ static void
 rule_conv(TpState *s, NodeId n, bool fixed)
 {
 	Graph *g = s->g;
-	Node *nd = &g->nodes[n];
 	Layout x = s->in[0], w = s->in[1];
 	bool bias = tin(s, n, 2) != NULL;
 	int64_t group = ir_attr_int(g, n, "group", 1);
@@ -489,7 +487,6 @@ rule_conv(TpState *s, NodeId n, bool fixed)
 		s->need[0] = x;
 		s->out[0] = x;
 	}
-	(void)nd;
 }
 
 static void

@@ -36,7 +36,6 @@ typedef struct {
 	Graph *g;
 	TpState *s;
 	int64_t (*gdims)[IR_MAX_RANK];  /* global shapes, by original tensor */
-	int nold;                       /* tensors before the rewrite */
 	Version *v;
 	int nv, capv;
 	int counter;
@@ -45,11 +44,9 @@ typedef struct {
 static void
 local_dims(Rw *w, TensorId orig, Layout l, int64_t *d)
 {
-	Tensor *t = &w->g->tensors[orig];
 	memcpy(d, w->gdims[orig], sizeof(int64_t) * IR_MAX_RANK);
 	if (l.kind == L_S)
 		d[l.axis] /= w->s->tp;
-	(void)t;
 }
 
 static TensorId
@@ -303,7 +300,7 @@ pass_tp_rewrite(Graph *g, PassCtx *cx)
 				wl[t] = l;
 		}
 
-	Rw w = {.g = g, .s = s, .nold = ntold};
+	Rw w = {.g = g, .s = s};
 	w.gdims = malloc(sizeof *w.gdims * (ntold + 1));
 	for (TensorId t = 0; t < ntold; t++)
 		memcpy(w.gdims[t], g->tensors[t].dims, sizeof w.gdims[t]);
