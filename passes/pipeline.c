@@ -1,0 +1,328 @@
+/*
+ * pipeline.c - the pipeline planner's arithmetic (see pipeline.h): the
+ * simulator, AMP's pipe_dp, AutoPipe's Algorithm 1 and critical-path
+ * heuristic.  Needs only libc; dies on out-of-memory like the rest of tapc.
+ */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "passes/pipeline.h"
+
+static void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+	if (!p)
+		die("out of memory");
+	return p;
+}
+
+/* ---------------------------------------------------------- simulator */
+
+bool
+pipe_simulate(const PipeSpec *p, PipeSim *out)
+{
+	memset(out, 0, sizeof *out);
+	int K = p->nstages, M = p->micro;
+	if (K < 1 || M < 1 || !p->fwd || p->comm < 0)
+		return false;
+	bool train = p->bwd != NULL;
+	int per = train ? 2 * M : M;
+	out->nops = K * per;
+	out->ops = xcalloc(out->nops, sizeof *out->ops);
+	/* each stage's order: forward only, or 1F1B */
+	for (int s = 0; s < K; s++) {
+		PipeOp *o = out->ops + s * per;
+		int k = 0;
+		if (!train) {
+			for (int m = 0; m < M; m++)
+				o[k++] = (PipeOp){.stage = s, .micro = m};
+			continue;
+		}
+		int warm = K - s - 1 < M ? K - s - 1 : M, f = 0, b = 0;
+		while (f < warm)
+			o[k++] = (PipeOp){.stage = s, .micro = f++};
+		while (f < M) {
+			o[k++] = (PipeOp){.stage = s, .micro = f++};
+			o[k++] = (PipeOp){.stage = s, .micro = b++, .backward = true};
+		}
+		while (b < M)
+			o[k++] = (PipeOp){.stage = s, .micro = b++, .backward = true};
+	}
+	/* where each operation is: index of (stage, micro, fwd/bwd) */
+	int *at = xcalloc((size_t)K * M * 2, sizeof *at);
+	for (int i = 0; i < out->nops; i++) {
+		PipeOp *o = &out->ops[i];
+		at[(o->stage * M + o->micro) * 2 + o->backward] = i;
+	}
+	int *next = xcalloc(K, sizeof *next), *pred = xcalloc(out->nops, sizeof *pred);
+	bool *done = xcalloc(out->nops, 1);
+	double *free_at = xcalloc(K, sizeof *free_at);
+	int left = out->nops;
+	for (bool progress = true; left && progress;) {
+		progress = false;
+		for (int s = 0; s < K; s++) {
+			while (next[s] < per) {
+				int i = s * per + next[s];
+				PipeOp *o = &out->ops[i];
+				int dep = -1; /* the operation whose result this one needs */
+				if (!o->backward && s > 0)
+					dep = at[((s - 1) * M + o->micro) * 2];
+				else if (o->backward && s < K - 1)
+					dep = at[((s + 1) * M + o->micro) * 2 + 1];
+				else if (o->backward)
+					dep = at[(s * M + o->micro) * 2];
+				if (dep >= 0 && !done[dep])
+					break;
+				double ready = dep < 0 ? 0 : out->ops[dep].end +
+				    (out->ops[dep].stage != s ? p->comm : 0);
+				int prev = next[s] ? i - 1 : -1;
+				o->start = ready > free_at[s] ? ready : free_at[s];
+				pred[i] = ready > free_at[s] || prev < 0 ? dep : prev;
+				o->end = o->start + (o->backward ? p->bwd[s] : p->fwd[s]);
+				free_at[s] = o->end;
+				done[i] = true;
+				next[s]++;
+				left--;
+				progress = true;
+			}
+		}
+	}
+	if (left)
+		die("pipe_simulate: the schedule deadlocked");
+	/* the critical path: back from the last end, through the predecessor
+	 * that decided each start */
+	int last = 0;
+	for (int i = 1; i < out->nops; i++)
+		if (out->ops[i].end >= out->ops[last].end)
+			last = i;
+	out->time = out->ops[last].end;
+	double *busy = xcalloc(K, sizeof *busy);
+	for (int i = last; i >= 0; i = pred[i]) {
+		out->ops[i].critical = true;
+		busy[out->ops[i].stage] += out->ops[i].end - out->ops[i].start;
+	}
+	out->master = 0;
+	for (int s = 1; s < K; s++)
+		if (busy[s] >= busy[out->master])
+			out->master = s;
+	free(busy);
+	free(at);
+	free(next);
+	free(pred);
+	free(done);
+	free(free_at);
+	return true;
+}
+
+void
+pipe_sim_free(PipeSim *s)
+{
+	free(s->ops);
+	s->ops = NULL;
+}
+
+void
+pipe_stage_sums(const double *v, const int *cut, int k, double *out)
+{
+	for (int s = 0; s < k; s++) {
+		out[s] = 0;
+		for (int i = cut[s]; i < cut[s + 1]; i++)
+			out[s] += v[i];
+	}
+}
+
+/* ------------------------------------------------------------ pipe_dp */
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Least total cut cost of k stages over n layers, every stage at most T;
+ * DBL_MAX if none.  par[j * (n+1) + i]: where the j-th stage starts. */
+static double
+cuts_within(const double *P, int n, int k, const double *b, double T, double *D, int *par)
+{
+	int w = n + 1;
+	for (int j = 1; j <= k; j++)
+		for (int i = 0; i <= n; i++) {
+			double best = DBL_MAX;
+			int arg = -1;
+			if (j == 1) {
+				if (i >= 1 && P[i] <= T)
+					best = 0, arg = 0;
+			} else {
+				for (int c = j - 1; c <= i - 1; c++) {
+					if (P[i] - P[c] > T || D[(j - 1) * w + c] == DBL_MAX)
+						continue;
+					double v = D[(j - 1) * w + c] + (b ? b[(c - 1) * (k - 1) + (j - 2)] : 0);
+					if (v < best)
+						best = v, arg = c;
+				}
+			}
+			D[j * w + i] = best;
+			par[j * w + i] = arg;
+		}
+	return D[k * w + n];
+}
+
+double
+pipe_dp(const double *a, int n, int k, const double *b, int micro, int *cut)
+{
+	if (k < 1 || k > n || micro < 1)
+		return -1;
+	double *P = xcalloc(n + 1, sizeof *P);
+	for (int i = 0; i < n; i++)
+		P[i + 1] = P[i] + a[i];
+	/* the largest stage is some contiguous sum: try them in increasing order;
+	 * a bound above the true largest stage is beaten by the exact one */
+	size_t nc = 0;
+	double *cand = xcalloc((size_t)n * (n + 1) / 2, sizeof *cand);
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j <= n; j++)
+			cand[nc++] = P[j] - P[i];
+	qsort(cand, nc, sizeof *cand, cmp_double);
+	double *D = xcalloc((size_t)(k + 1) * (n + 1), sizeof *D);
+	int *par = xcalloc((size_t)(k + 1) * (n + 1), sizeof *par);
+	double best = -1, total = P[n];
+	for (size_t c = 0; c < nc; c++) {
+		double T = cand[c];
+		if (c && T == cand[c - 1])
+			continue;
+		if (best >= 0 && (micro - 1) * T + total >= best)
+			break;          /* cut costs are >= 0: nothing larger can win */
+		double cc = cuts_within(P, n, k, b, T, D, par);
+		if (cc == DBL_MAX)
+			continue;
+		double v = (micro - 1) * T + total + cc;
+		if (best < 0 || v < best) {
+			best = v;
+			cut[k] = n;
+			for (int j = k, i = n; j >= 1; j--)
+				cut[j - 1] = i = par[j * (n + 1) + i];
+		}
+	}
+	free(P);
+	free(cand);
+	free(D);
+	free(par);
+	return best;
+}
+
+/* --------------------------------------------------- AutoPipe planner */
+
+double
+pipe_balance(const double *w, int n, int k, int *cut)
+{
+	if (k < 1 || k > n)
+		return -1;
+	double *P = xcalloc(n + 1, sizeof *P);
+	for (int i = 0; i < n; i++)
+		P[i + 1] = P[i] + w[i];
+	int W = n + 1;
+	double *t = xcalloc((size_t)(k + 1) * W, sizeof *t);
+	int *par = xcalloc((size_t)(k + 1) * W, sizeof *par);
+	for (int i = 0; i <= n; i++)
+		for (int j = 0; j <= k; j++)
+			t[j * W + i] = DBL_MAX;
+	t[0] = 0;
+	for (int i = 1; i <= n; i++)
+		for (int j = 1; j <= k && j <= i; j++)
+			for (int c = j - 1; c < i; c++) {
+				if (t[(j - 1) * W + c] == DBL_MAX)
+					continue;
+				double v = t[(j - 1) * W + c];
+				if (P[i] - P[c] > v)
+					v = P[i] - P[c];
+				if (v < t[j * W + i]) {
+					t[j * W + i] = v;
+					par[j * W + i] = c;
+				}
+			}
+	double best = t[k * W + n];
+	cut[k] = n;
+	for (int j = k, i = n; j >= 1; j--)
+		cut[j - 1] = i = par[j * W + i];
+	free(P);
+	free(t);
+	free(par);
+	return best;
+}
+
+static double
+simulate_cuts(const double *f, const double *b, int k, int micro, double comm, const int *cut,
+    int *master)
+{
+	double *sf = xcalloc(k, sizeof *sf), *sb = b ? xcalloc(k, sizeof *sb) : NULL;
+	pipe_stage_sums(f, cut, k, sf);
+	if (b)
+		pipe_stage_sums(b, cut, k, sb);
+	PipeSpec p = {.nstages = k, .micro = micro, .fwd = sf, .bwd = sb, .comm = comm};
+	PipeSim sim;
+	if (!pipe_simulate(&p, &sim))
+		die("pipe_autopipe: bad pipeline");
+	double t = sim.time;
+	*master = sim.master;
+	pipe_sim_free(&sim);
+	free(sf);
+	free(sb);
+	return t;
+}
+
+double
+pipe_autopipe(const double *f, const double *b, int n, int k, int micro, double comm, int *cut)
+{
+	if (k < 1 || k > n || micro < 1)
+		return -1;
+	double *w = xcalloc(n, sizeof *w);
+	for (int i = 0; i < n; i++)
+		w[i] = f[i] + (b ? b[i] : 0);
+	pipe_balance(w, n, k, cut);
+	int master;
+	double best = simulate_cuts(f, b, k, micro, comm, cut, &master);
+	int *cand = xcalloc(k + 1, sizeof *cand), *keep = xcalloc(k + 1, sizeof *keep);
+	for (int iter = 0; iter < 4 * n * k && master > 0; iter++) {
+		/* candidates that move the master stage's load: its first block to
+		 * the stage before, its last block to the stage after, each as is
+		 * and with the stages before rebalanced (Algorithm 1) */
+		int i = master, bestm = -1;
+		double bt = best;
+		for (int v = 0; v < 4; v++) {
+			memcpy(cand, cut, sizeof *cand * (k + 1));
+			if (v < 2) {
+				if (cut[i + 1] - cut[i] < 2)
+					continue;
+				cand[i]++;
+				if (v == 1 && i > 1)
+					pipe_balance(w, cand[i], i, cand);
+			} else {
+				if (i == k - 1 || cut[i + 1] - cut[i] < 2)
+					continue;
+				cand[i + 1]--;
+				if (v == 3)
+					pipe_balance(w, cand[i + 1], i + 1, cand);
+			}
+			int m;
+			double t = simulate_cuts(f, b, k, micro, comm, cand, &m);
+			if (t < bt) {
+				bt = t;
+				bestm = m;
+				memcpy(keep, cand, sizeof *keep * (k + 1));
+			}
+		}
+		if (bestm < 0)
+			break;
+		best = bt;
+		master = bestm;
+		memcpy(cut, keep, sizeof *cut * (k + 1));
+	}
+	free(w);
+	free(cand);
+	free(keep);
+	return best;
+}

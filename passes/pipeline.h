@@ -1,0 +1,78 @@
+/*
+ * pipeline.h - the pipeline planner's arithmetic, on cost arrays: a
+ * pipeline simulator (AutoPipe §III-B-1), AMP's pipe_dp (Algorithm 2),
+ * AutoPipe's balanced partition (Algorithm 1) and its critical-path
+ * heuristic.  stage-assign (issue 6) calls them with per-subgraph costs
+ * from pipe-shard; they need nothing from the IR, so they are tested
+ * against brute force and hand-computed timelines on their own.
+ *
+ * A partition of n items into p contiguous stages is written as p+1
+ * boundaries: stage s holds items [cut[s], cut[s+1]), cut[0] = 0,
+ * cut[p] = n, every stage non-empty.
+ */
+#ifndef TAPC_PIPELINE_H
+#define TAPC_PIPELINE_H
+
+#include <stdbool.h>
+
+typedef struct {
+	int nstages, micro;             /* K stages, M micro-batches */
+	const double *fwd;              /* [K] forward time of one micro-batch per stage */
+	const double *bwd;              /* [K] backward times, or NULL: forward only */
+	double comm;                    /* seconds per activation transfer between stages */
+} PipeSpec;
+
+/* One operation of the simulated schedule. */
+typedef struct {
+	int stage, micro;
+	bool backward;
+	double start, end;
+	bool critical;                  /* on the critical path (see pipe_simulate) */
+} PipeOp;
+
+typedef struct {
+	double time;                    /* iteration time: the last operation's end */
+	int master;                     /* AutoPipe's master stage: the one the critical
+					 * path spends most compute time in (ties: the later) */
+	int nops;
+	PipeOp *ops;                    /* per stage in execution order, stage-major */
+} PipeSim;
+
+/*
+ * Simulate one iteration: forward only (bwd NULL: every stage runs the
+ * micro-batches' forwards in order) or 1F1B (stage s runs min(K-s-1, M)
+ * warm-up forwards, then alternates one forward and one backward, then the
+ * remaining backwards).  An operation starts when its stage is free and its
+ * input has arrived: the forward of the previous stage plus comm, the
+ * backward of the next stage plus comm.  False on bad arguments.
+ */
+bool pipe_simulate(const PipeSpec *p, PipeSim *out);
+void pipe_sim_free(PipeSim *s);
+
+/*
+ * AMP's pipe_dp: cut n layers of costs a[] into k contiguous stages
+ * minimizing (M-1) * max stage time + sum of stage times + sum of the cut
+ * costs, where cutting after layer i into stage j costs b[i * (k-1) + j]
+ * (b may be NULL: free cuts).  Exact.  Returns the objective and fills
+ * cut[0..k]; a negative value if k > n or k < 1.
+ */
+double pipe_dp(const double *a, int n, int k, const double *b, int micro, int *cut);
+
+/* AutoPipe's Algorithm 1: the partition minimizing the largest stage sum
+ * of w[] (w = forward + backward per block).  Returns that sum. */
+double pipe_balance(const double *w, int n, int k, int *cut);
+
+/*
+ * AutoPipe's planner: start from pipe_balance, simulate, and move the
+ * master stage forward (its first block to the stage before, or its last
+ * block to the stage after, rebalancing the stages before with Algorithm
+ * 1) while the simulated iteration time improves.  Returns the best
+ * simulated time and fills cut[0..k].
+ */
+double pipe_autopipe(const double *f, const double *b, int n, int k, int micro, double comm,
+    int *cut);
+
+/* Stage sums of a partition: out[s] = sum of v[cut[s] .. cut[s+1]). */
+void pipe_stage_sums(const double *v, const int *cut, int k, double *out);
+
+#endif

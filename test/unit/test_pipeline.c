@@ -1,0 +1,277 @@
+/*
+ * test_pipeline.c - the pipeline planner's arithmetic: the simulator
+ * against timelines worked out by hand, pipe_dp and AutoPipe's Algorithm 1
+ * against brute force over every partition of random cost arrays, and the
+ * AutoPipe heuristic against its starting point and the brute-force best.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "passes/pipeline.h"
+#include "test/unit/util.h"
+
+static const PipeOp *
+op(const PipeSim *s, int stage, int micro, bool backward)
+{
+	for (int i = 0; i < s->nops; i++)
+		if (s->ops[i].stage == stage && s->ops[i].micro == micro &&
+		    s->ops[i].backward == backward)
+			return &s->ops[i];
+	return NULL;
+}
+
+/* 2 stages, forward only, f = 1 and 2, comm 0.5, 3 micro-batches:
+ * stage 1 starts at 1.5 and is the bottleneck: 1.5-3.5, 3.5-5.5, 5.5-7.5 */
+static void
+sim_forward_two_stages(void)
+{
+	double f[] = {1, 2};
+	PipeSpec p = {.nstages = 2, .micro = 3, .fwd = f, .comm = 0.5};
+	PipeSim s;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 7.5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 0, 2, false)->start, 2, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 0, false)->start, 1.5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 1, false)->start, 3.5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 2, false)->start, 5.5, 1e-12);
+	CU_ASSERT_EQUAL(s.master, 1);
+	/* AMP's formula holds for a forward pipeline: (M-1) max + sum + comm */
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 2 * 2 + 3 + 0.5, 1e-12);
+	pipe_sim_free(&s);
+}
+
+/* 3 balanced stages, 1F1B, f = 1, b = 2, 3 micro-batches, no comm.  By hand:
+ *   s0: F0 0-1  F1 1-2  F2 2-3  B0 7-9   B1 10-12  B2 13-15
+ *   s1: F0 1-2  F1 2-3  B0 5-7  F2 7-8   B1 8-10   B2 11-13
+ *   s2: F0 2-3  B0 3-5  F1 5-6  B1 6-8   F2 8-9    B2 9-11 */
+static void
+sim_1f1b_three_stages(void)
+{
+	double f[] = {1, 1, 1}, b[] = {2, 2, 2};
+	PipeSpec p = {.nstages = 3, .micro = 3, .fwd = f, .bwd = b};
+	PipeSim s;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 15, 1e-12);
+	static const struct { int st, m; bool bw; double start; } want[] = {
+		{0, 2, false, 2}, {0, 0, true, 7}, {0, 1, true, 10}, {0, 2, true, 13},
+		{1, 0, true, 5}, {1, 2, false, 7}, {1, 1, true, 8}, {1, 2, true, 11},
+		{2, 0, true, 3}, {2, 1, false, 5}, {2, 2, false, 8}, {2, 2, true, 9},
+	};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		const PipeOp *o = op(&s, want[i].st, want[i].m, want[i].bw);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_DOUBLE_EQUAL(o->start, want[i].start, 1e-12);
+	}
+	pipe_sim_free(&s);
+}
+
+/* 2 stages, the second twice as slow, 1F1B, 2 micro-batches:
+ *   s0: F0 0-1  F1 1-2  B0 7-9   B1 13-15
+ *   s1: F0 1-3  B0 3-7  F1 7-9   B1 9-13
+ * the critical path runs through stage 1: the master stage */
+static void
+sim_1f1b_unbalanced(void)
+{
+	double f[] = {1, 2}, b[] = {2, 4};
+	PipeSpec p = {.nstages = 2, .micro = 2, .fwd = f, .bwd = b};
+	PipeSim s;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 15, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 1, false)->start, 7, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 0, 1, true)->start, 13, 1e-12);
+	CU_ASSERT_EQUAL(s.master, 1);
+	CU_ASSERT_TRUE(op(&s, 1, 1, true)->critical);
+	CU_ASSERT_FALSE(op(&s, 0, 1, false)->critical);
+	pipe_sim_free(&s);
+	PipeSpec bad = {.nstages = 0, .micro = 2, .fwd = f};
+	CU_ASSERT_FALSE(pipe_simulate(&bad, &s));
+}
+
+static unsigned rng = 12345;
+
+static double
+rnd(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (rng >> 8 & 0xffff) / 65536.0;
+}
+
+/* Every partition of n items into k non-empty contiguous stages: call fn. */
+static void
+each_partition(int n, int k, int *cut, int s, void (*fn)(const int *, void *), void *arg)
+{
+	if (s == k) {
+		if (cut[k - 1] < n) {
+			cut[k] = n;
+			fn(cut, arg);
+		}
+		return;
+	}
+	for (int c = cut[s - 1] + 1; c < n; c++) {
+		cut[s] = c;
+		each_partition(n, k, cut, s + 1, fn, arg);
+	}
+}
+
+typedef struct {
+	const double *a, *b, *f, *bw;
+	int n, k, micro;
+	double best;
+} Brute;
+
+static double
+dp_objective(const Brute *x, const int *cut)
+{
+	double mx = 0, sum = 0, cc = 0;
+	for (int s = 0; s < x->k; s++) {
+		double t = 0;
+		for (int i = cut[s]; i < cut[s + 1]; i++)
+			t += x->a[i];
+		mx = t > mx ? t : mx;
+		sum += t;
+		if (s > 0 && x->b)
+			cc += x->b[(cut[s] - 1) * (x->k - 1) + (s - 1)];
+	}
+	return (x->micro - 1) * mx + sum + cc;
+}
+
+static void
+brute_dp(const int *cut, void *arg)
+{
+	Brute *x = arg;
+	double v = dp_objective(x, cut);
+	if (x->best < 0 || v < x->best)
+		x->best = v;
+}
+
+static void
+brute_balance(const int *cut, void *arg)
+{
+	Brute *x = arg;
+	double mx = 0;
+	for (int s = 0; s < x->k; s++) {
+		double t = 0;
+		for (int i = cut[s]; i < cut[s + 1]; i++)
+			t += x->a[i];
+		mx = t > mx ? t : mx;
+	}
+	if (x->best < 0 || mx < x->best)
+		x->best = mx;
+}
+
+static double
+sim_time(const Brute *x, const int *cut)
+{
+	double sf[8], sb[8];
+	pipe_stage_sums(x->f, cut, x->k, sf);
+	pipe_stage_sums(x->bw, cut, x->k, sb);
+	PipeSpec p = {.nstages = x->k, .micro = x->micro, .fwd = sf, .bwd = sb, .comm = 0.1};
+	PipeSim s;
+	pipe_simulate(&p, &s);
+	double t = s.time;
+	pipe_sim_free(&s);
+	return t;
+}
+
+static void
+brute_sim(const int *cut, void *arg)
+{
+	Brute *x = arg;
+	double v = sim_time(x, cut);
+	if (x->best < 0 || v < x->best)
+		x->best = v;
+}
+
+static bool
+valid_cut(const int *cut, int n, int k)
+{
+	if (cut[0] != 0 || cut[k] != n)
+		return false;
+	for (int s = 0; s < k; s++)
+		if (cut[s + 1] <= cut[s])
+			return false;
+	return true;
+}
+
+/* pipe_dp and Algorithm 1 reach the brute-force optimum on random arrays */
+static void
+dp_matches_brute_force(void)
+{
+	for (int trial = 0; trial < 300; trial++) {
+		int n = 1 + trial % 9, k = 1 + (trial / 9) % 4;
+		if (k > n)
+			continue;
+		double a[9], b[9 * 3];
+		for (int i = 0; i < n; i++)
+			a[i] = 0.1 + rnd() * (trial % 3 ? 1 : 10);
+		for (int i = 0; i < n * (k - 1 > 0 ? k - 1 : 1); i++)
+			b[i] = rnd() * 0.5;
+		Brute x = {.a = a, .b = trial % 2 ? b : NULL, .n = n, .k = k,
+			.micro = 1 + trial % 5, .best = -1};
+		int cut[10] = {0}, got[10];
+		if (k == 1) {
+			cut[1] = n;
+			brute_dp(cut, &x);
+		} else {
+			each_partition(n, k, cut, 1, brute_dp, &x);
+		}
+		double v = pipe_dp(a, n, k, x.b, x.micro, got);
+		CU_ASSERT_DOUBLE_EQUAL(v, x.best, 1e-9);
+		CU_ASSERT_TRUE(valid_cut(got, n, k));
+		CU_ASSERT_DOUBLE_EQUAL(dp_objective(&x, got), v, 1e-9);
+
+		x.best = -1;
+		if (k == 1)
+			brute_balance(cut, &x);
+		else
+			each_partition(n, k, cut, 1, brute_balance, &x);
+		v = pipe_balance(a, n, k, got);
+		CU_ASSERT_DOUBLE_EQUAL(v, x.best, 1e-9);
+		CU_ASSERT_TRUE(valid_cut(got, n, k));
+	}
+	int cut[3];
+	double a[2] = {1, 2};
+	CU_ASSERT(pipe_dp(a, 2, 3, NULL, 1, cut) < 0);
+	CU_ASSERT(pipe_balance(a, 2, 0, cut) < 0);
+}
+
+/* AutoPipe's heuristic: a valid partition, its reported time is the
+ * simulator's, never worse than Algorithm 1's, never better than the best */
+static void
+autopipe_heuristic(void)
+{
+	int improved = 0;
+	for (int trial = 0; trial < 120; trial++) {
+		int n = 2 + trial % 7, k = 2 + (trial / 7) % 3;
+		if (k > n)
+			continue;
+		double f[8], bw[8], w[8];
+		for (int i = 0; i < n; i++) {
+			f[i] = 0.2 + rnd();
+			bw[i] = 2 * f[i] * (0.8 + 0.4 * rnd());
+			w[i] = f[i] + bw[i];
+		}
+		Brute x = {.f = f, .bw = bw, .n = n, .k = k, .micro = 2 + trial % 6, .best = -1};
+		int cut[9] = {0}, got[9], start[9];
+		each_partition(n, k, cut, 1, brute_sim, &x);
+		double t = pipe_autopipe(f, bw, n, k, x.micro, 0.1, got);
+		CU_ASSERT_TRUE(valid_cut(got, n, k));
+		CU_ASSERT_DOUBLE_EQUAL(t, sim_time(&x, got), 1e-9);
+		pipe_balance(w, n, k, start);
+		double t0 = sim_time(&x, start);
+		CU_ASSERT(t <= t0 + 1e-12);
+		CU_ASSERT(t >= x.best - 1e-9);
+		improved += t < t0 - 1e-12;
+	}
+	CU_ASSERT(improved > 0); /* the heuristic does something on some inputs */
+}
+
+void
+suite_pipeline(CU_pSuite s)
+{
+	ADD(s, sim_forward_two_stages);
+	ADD(s, sim_1f1b_three_stages);
+	ADD(s, sim_1f1b_unbalanced);
+	ADD(s, dp_matches_brute_force);
+	ADD(s, autopipe_heuristic);
+}
