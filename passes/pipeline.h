@@ -72,6 +72,17 @@ double pipe_balance(const double *w, int n, int k, int *cut);
 double pipe_autopipe(const double *f, const double *b, int n, int k, int micro, double comm,
     int *cut);
 
+/*
+ * Merak's graph sharding (pipe_shard.c): subgraph ids for every node, in
+ * node order and non-decreasing, at most max_subgraphs of them (issue 6's
+ * default: 2 x blocks + 4).  A value consumed in a later subgraph comes
+ * from the one just before it, unless it is a graph input (kept with its
+ * first user) or a common tensor (more users than the model has blocks,
+ * relayed).  Returns the number of subgraphs.
+ */
+struct Graph;
+int pipe_shard(struct Graph *g, int max_subgraphs, int *sub);
+
 /* Stage sums of a partition: out[s] = sum of v[cut[s] .. cut[s+1]). */
 void pipe_stage_sums(const double *v, const int *cut, int k, double *out);
 

@@ -266,6 +266,87 @@ autopipe_heuristic(void)
 	CU_ASSERT(improved > 0); /* the heuristic does something on some inputs */
 }
 
+
+/* ------------------------------------------------------- pipe_shard */
+
+#include "frontend/onnx.h"
+#include "passes/passes.h"
+
+static Graph *
+pruned_fixture(const char *name)
+{
+	char rel[256];
+	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", name);
+	OnnxOptions o = {0};
+	Graph *g = onnx_load(srcpath(rel), &o);
+	if (!g)
+		return NULL;
+	PassCtx cx = {.min_duplicate = 2};
+	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "", .ir_dump_dir = ""};
+	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
+		ir_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* Merak's invariants on every fixture: ids in node order, at most the
+ * bound, and every value read in a later subgraph comes from the one just
+ * before (graph inputs stay with their first user; common tensors, read
+ * by more ops than there are blocks, are relayed). */
+static void
+shard_fixtures(void)
+{
+	const char *names[] = {"gpt", "bert", "t5", "resnet", "resmlp", "cnn", "mlp", "ln17", "tied"};
+	for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
+		Graph *g = pruned_fixture(names[f]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		int blocks = 1;
+		for (int t = 0; t < g->ntemplates; t++)
+			if (g->templates[t].ninstances > blocks)
+				blocks = g->templates[t].ninstances;
+		int *sub = calloc(g->nnodes + 1, sizeof *sub);
+		int bound = 2 * blocks + 4;
+		int k = pipe_shard(g, bound, sub);
+		CU_ASSERT(k >= 2 && k <= bound);
+		CU_ASSERT_EQUAL(sub[0], 0);
+		CU_ASSERT_EQUAL(sub[g->nnodes - 1], k - 1);
+		for (NodeId n = 1; n < g->nnodes; n++)
+			CU_ASSERT(sub[n] == sub[n - 1] || sub[n] == sub[n - 1] + 1);
+		for (NodeId n = 0; n < g->nnodes; n++) {
+			Node *nd = &g->nodes[n];
+			for (int i = 0; i < nd->nin; i++) {
+				TensorId t = nd->in[i];
+				if (t == IR_NONE || g->tensors[t].kind != TK_VALUE)
+					continue;
+				NodeId p = g->tensors[t].producer;
+				bool relayed = g->nusers[t] > blocks && blocks > 1;
+				CU_ASSERT(sub[p] <= sub[n]);
+				if (!relayed && sub[p] + 1 < sub[n])
+					printf("\n%s: '%s' reads %s of '%s' across %d cuts\n", names[f],
+					    nd->name, g->tensors[t].name, g->nodes[p].name, sub[n] - sub[p]);
+				CU_ASSERT(relayed || sub[p] + 1 >= sub[n]);
+			}
+		}
+		/* graph inputs: every reader in one subgraph */
+		for (int i = 0; i < g->ninputs; i++) {
+			TensorId t = g->inputs[i];
+			if (g->nusers[t] > blocks && blocks > 1)
+				continue;
+			for (int u = 1; u < g->nusers[t]; u++)
+				CU_ASSERT_EQUAL(sub[g->users[t][u]], sub[g->users[t][0]]);
+		}
+		free(sub);
+		ir_free(g);
+	}
+	/* one subgraph when asked for one */
+	Graph *g = pruned_fixture("gpt");
+	int *sub = calloc(g->nnodes + 1, sizeof *sub);
+	CU_ASSERT_EQUAL(pipe_shard(g, 1, sub), 1);
+	free(sub);
+	ir_free(g);
+}
+
 void
 suite_pipeline(CU_pSuite s)
 {
@@ -274,4 +355,5 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, sim_1f1b_unbalanced);
 	ADD(s, dp_matches_brute_force);
 	ADD(s, autopipe_heuristic);
+	ADD(s, shard_fixtures);
 }

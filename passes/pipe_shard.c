@@ -1,0 +1,143 @@
+/*
+ * pipe_shard.c - Merak's graph sharding (§4.2, Algorithms 1 and 2): cut the
+ * op graph into a sequence of subgraphs, each depending only on the one
+ * before it (plus graph inputs and common tensors relayed along), with
+ * a parameter-count threshold deciding where a subgraph ends.
+ *
+ * Needs: static shapes, nodes in topological order; fold-scopes' templates
+ * when present (the common-tensor threshold is the number of instances of
+ * the largest template).  The function is the core the pipe-shard pass of
+ * issue 6 will run; it only computes subgraph ids and changes nothing.
+ *
+ * Adapted to tapc's IR: weights and constants are parameters inside a
+ * subgraph, not nodes, so they never cross a cut; a node's parameter count
+ * is the element count of its weight inputs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pipeline.h"
+#include "passes/passes.h"
+
+static bool
+is_data(Graph *g, TensorId t)
+{
+	return t != IR_NONE && (g->tensors[t].kind == TK_VALUE || g->tensors[t].kind == TK_INPUT);
+}
+
+int
+pipe_shard(Graph *g, int max_subgraphs, int *sub)
+{
+	int N = g->nnodes, k = max_subgraphs > 0 ? max_subgraphs : 1;
+	ir_reindex(g);
+	int64_t *params = calloc(N + 1, sizeof *params);
+	double *psum = calloc(N + 1, sizeof *psum);
+	int *first_user = malloc(sizeof *first_user * (g->ntensors + 1));
+	int *left = calloc(g->ntensors + 1, sizeof *left);   /* common: users not seen yet */
+	int *out_of = malloc(sizeof *out_of * (g->ntensors + 1)); /* an output of subgraph */
+	bool *common = calloc(g->ntensors + 1, 1);
+	NodeId *visited = malloc(sizeof *visited * (N + 1));
+	if (!params || !psum || !first_user || !left || !out_of || !common || !visited)
+		die("out of memory");
+
+	/* parameters per node; the threshold p = total / k (Alg. 2 line 2) */
+	double total = 0;
+	for (NodeId n = 0; n < N; n++) {
+		Node *nd = &g->nodes[n];
+		for (int i = 0; i < nd->nin; i++)
+			if (nd->in[i] != IR_NONE && g->tensors[nd->in[i]].kind == TK_WEIGHT)
+				params[n] += ir_numel(&g->tensors[nd->in[i]]);
+		total += (double)params[n];
+	}
+	double threshold = total / k;
+	/* common tensors: more users than the model has blocks (an attention
+	 * mask read by every block); relayed, never a reason to merge */
+	int blocks = 1;
+	for (int t = 0; t < g->ntemplates; t++)
+		if (g->templates[t].ninstances > blocks)
+			blocks = g->templates[t].ninstances;
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		first_user[t] = -1;
+		out_of[t] = -1;
+		if (is_data(g, t) && blocks > 1 && g->nusers[t] > blocks) {
+			common[t] = true;
+			left[t] = g->nusers[t];
+		}
+	}
+
+	int s = 0, nvis = 0;
+	for (NodeId n = 0; n < N; n++) {
+		Node *nd = &g->nodes[n];
+		/* Alg. 1: the farthest dependency */
+		int smin = s;
+		NodeId nmin = IR_NONE;
+		for (int i = 0; i < nd->nin; i++) {
+			TensorId t = nd->in[i];
+			if (!is_data(g, t))
+				continue;
+			NodeId p = g->tensors[t].producer;
+			if (common[t]) {
+				left[t]--;
+			} else if (p == IR_NONE) { /* a graph input: with its first user */
+				if (first_user[t] < 0)
+					first_user[t] = n;
+				else if (sub[first_user[t]] < smin)
+					smin = sub[first_user[t]], nmin = first_user[t];
+			} else if (out_of[t] >= 0) { /* an output of an earlier subgraph */
+				if (out_of[t] + 1 < smin)
+					smin = out_of[t] + 1, nmin = p;
+			} else if (nvis && p != visited[nvis - 1] && sub[p] < smin) {
+				smin = sub[p], nmin = p;
+			}
+		}
+		/* Alg. 2 lines 5-11: merge back to the dependency's subgraph */
+		if (smin < s) {
+			for (int v = nvis - 1; v >= 0; v--) {
+				Node *vd = &g->nodes[visited[v]];
+				psum[sub[visited[v]]] -= (double)params[visited[v]];
+				sub[visited[v]] = smin;
+				psum[smin] += (double)params[visited[v]];
+				for (int o = 0; o < vd->nout; o++) /* now inside smin */
+					if (vd->out[o] != IR_NONE)
+						out_of[vd->out[o]] = -1;
+				if (visited[v] == nmin)
+					break;
+			}
+			for (TensorId t = 0; t < g->ntensors; t++)
+				if (out_of[t] >= smin)
+					out_of[t] = -1;
+			s = smin;
+		}
+		sub[n] = s;
+		visited[nvis++] = n;
+		psum[s] += (double)params[n];
+		/* lines 13-21: a full subgraph ends after this node */
+		if (psum[s] > threshold && s < k - 1 && n < N - 1) {
+			for (TensorId t = 0; t < g->ntensors; t++)
+				if (common[t] && left[t] > 0 && out_of[t] < 0 && g->tensors[t].producer != IR_NONE &&
+				    g->tensors[t].producer <= n)
+					out_of[t] = s;
+			for (int o = 0; o < nd->nout; o++)
+				if (nd->out[o] != IR_NONE)
+					out_of[nd->out[o]] = s;
+			s++;
+		}
+	}
+	free(params);
+	free(psum);
+	free(first_user);
+	free(left);
+	free(out_of);
+	free(common);
+	free(visited);
+	/* ids may skip numbers after merges: renumber 0, 1, 2, ... */
+	int count = 0;
+	for (NodeId n = 0, last = -1; n < N; n++) {
+		if (sub[n] != last) {
+			last = sub[n];
+			count++;
+		}
+		sub[n] = count - 1;
+	}
+	return count;
+}
