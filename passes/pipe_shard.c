@@ -5,8 +5,12 @@
  * a parameter-count threshold deciding where a subgraph ends.
  *
  * Needs: static shapes, nodes in topological order; fold-scopes' templates
- * when present (the common-tensor threshold is the number of instances of
- * the largest template).  The function is the core the pipe-shard pass of
+ * when present (a common tensor is one read in more than one instance).
+ * Where Merak cuts as soon as a subgraph's parameters pass the threshold,
+ * this cuts at the next point where the fewest values cross, so a
+ * transformer block becomes an attention and an FFN subgraph (AutoPipe's
+ * sub-layer granularity) instead of being cut between a MatMul and its
+ * bias.  The function is the core the pipe-shard pass of
  * issue 6 will run; it only computes subgraph ids and changes nothing.
  *
  * Adapted to tapc's IR: weights and constants are parameters inside a
@@ -50,22 +54,68 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 		total += (double)params[n];
 	}
 	double threshold = total / k;
-	/* common tensors: more users than the model has blocks (an attention
-	 * mask read by every block); relayed, never a reason to merge */
-	int blocks = 1;
+	/* common tensors: read inside more than one block (an attention mask
+	 * every block reads; Merak: more users than blocks).  Blocks are the
+	 * template instances; a residual stream read twice by a decomposed
+	 * LayerNorm and once by its Add is not common. */
+	int *inst = malloc(sizeof *inst * (g->ngroups + 1)), ninst = 0;
+	if (!inst)
+		die("out of memory");
+	for (int i = 0; i < g->ngroups; i++)
+		inst[i] = -1;
 	for (int t = 0; t < g->ntemplates; t++)
-		if (g->templates[t].ninstances > blocks)
-			blocks = g->templates[t].ninstances;
+		for (int i = 0; i < g->templates[t].ninstances; i++, ninst++)
+			for (int j = 0; j < g->templates[t].ngroups; j++)
+				inst[g->templates[t].inst[i * g->templates[t].ngroups + j]] = ninst;
 	for (TensorId t = 0; t < g->ntensors; t++) {
 		first_user[t] = -1;
 		out_of[t] = -1;
-		if (is_data(g, t) && blocks > 1 && g->nusers[t] > blocks) {
-			common[t] = true;
-			left[t] = g->nusers[t];
+		if (!is_data(g, t))
+			continue;
+		int seen = -1;
+		for (int u = 0; u < g->nusers[t] && !common[t]; u++) {
+			int gr = g->nodes[g->users[t][u]].group;
+			int b = gr >= 0 && gr < g->ngroups ? inst[gr] : -1;
+			if (b >= 0 && seen >= 0 && b != seen)
+				common[t] = true;
+			if (b >= 0)
+				seen = b;
+		}
+		left[t] = common[t] ? g->nusers[t] : 0;
+	}
+	free(inst);
+
+	/* how many values cross a cut after each node (common tensors aside;
+	 * graph outputs live to the end): a subgraph that is full ends at the
+	 * next point where the fewest cross, a block's residual Add rather
+	 * than between a MatMul and its bias (AutoPipe's sub-layers) */
+	int *live = calloc(N + 1, sizeof *live);
+	if (!live)
+		die("out of memory");
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		if (!is_data(g, t) || common[t])
+			continue;
+		int first = g->tensors[t].producer, last = -1;
+		for (int u = 0; u < g->nusers[t]; u++)
+			if (g->users[t][u] > last)
+				last = g->users[t][u];
+		for (int i = 0; i < g->noutputs; i++)
+			if (g->outputs[i] == t)
+				last = N;
+		if (last > first) { /* crosses the cuts after first .. last-1 */
+			live[first < 0 ? 0 : first]++;
+			live[last]--;
 		}
 	}
+	for (int i = 1; i <= N; i++)
+		live[i] += live[i - 1];
+	int narrow = N + 1;
+	for (int i = 0; i < N - 1; i++)
+		if (live[i] < narrow)
+			narrow = live[i];
 
 	int s = 0, nvis = 0;
+	bool full = false;
 	for (NodeId n = 0; n < N; n++) {
 		Node *nd = &g->nodes[n];
 		/* Alg. 1: the farthest dependency */
@@ -112,7 +162,9 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 		visited[nvis++] = n;
 		psum[s] += (double)params[n];
 		/* lines 13-21: a full subgraph ends after this node */
-		if (psum[s] > threshold && s < k - 1 && n < N - 1) {
+		full |= psum[s] > threshold;
+		if (full && live[n] <= narrow && s < k - 1 && n < N - 1) {
+			full = false;
 			for (TensorId t = 0; t < g->ntensors; t++)
 				if (common[t] && left[t] > 0 && out_of[t] < 0 && g->tensors[t].producer != IR_NONE &&
 				    g->tensors[t].producer <= n)
@@ -130,6 +182,7 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 	free(out_of);
 	free(common);
 	free(visited);
+	free(live);
 	/* ids may skip numbers after merges: renumber 0, 1, 2, ... */
 	int count = 0;
 	for (NodeId n = 0, last = -1; n < N; n++) {

@@ -77,8 +77,10 @@ double pipe_autopipe(const double *f, const double *b, int n, int k, int micro, 
  * node order and non-decreasing, at most max_subgraphs of them (issue 6's
  * default: 2 x blocks + 4).  A value consumed in a later subgraph comes
  * from the one just before it, unless it is a graph input (kept with its
- * first user) or a common tensor (more users than the model has blocks,
- * relayed).  Returns the number of subgraphs.
+ * first user) or a common tensor (read in more than one block, relayed).
+ * A subgraph that reaches its parameter share ends at the next point where
+ * the fewest values cross (a block's residual Add): transformer blocks
+ * split into attention and FFN subgraphs.  Returns the number of subgraphs.
  */
 struct Graph;
 int pipe_shard(struct Graph *g, int max_subgraphs, int *sub);
