@@ -1,7 +1,7 @@
 /*
  * pipeline.c - the pipeline planner's arithmetic (see pipeline.h): the
  * simulator, AMP's pipe_dp, AutoPipe's Algorithm 1 and critical-path
- * heuristic.  Needs only libc; dies on out-of-memory like the rest of tapc.
+ * heuristic, and the SVG chart of a simulated schedule.  Needs only libc; dies on out-of-memory like the rest of tapc.
  */
 #include <float.h>
 #include <stdlib.h>
@@ -325,4 +325,47 @@ pipe_autopipe(const double *f, const double *b, int n, int k, int micro, double 
 	free(cand);
 	free(keep);
 	return best;
+}
+
+/* --------------------------------------------------------------- SVG */
+
+void
+pipe_svg(FILE *f, const PipeSim *s, int nstages, const char *title)
+{
+	const double left = 84, width = 880, row = 30, top = 44;
+	double scale = s->time > 0 ? width / s->time : 0;
+	int micro = 0;
+	for (int i = 0; i < s->nops; i++)
+		if (s->ops[i].micro + 1 > micro)
+			micro = s->ops[i].micro + 1;
+	double h = top + nstages * row + 30;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+	    "font-family=\"sans-serif\" font-size=\"12\">\n", left + width + 16, h);
+	fputs("<text x=\"8\" y=\"20\" font-size=\"14\">", f);
+	for (const char *p = title ? title : ""; *p; p++) /* escape for XML */
+		fputs(*p == '<' ? "&lt;" : *p == '&' ? "&amp;" : *p == '>' ? "&gt;" :
+		    (char[2]){*p, 0}, f);
+	fprintf(f, " (%d stages, %d micro-batches, iteration %.6g s; outlined: critical path)</text>\n",
+	    nstages, micro, s->time);
+	for (int st = 0; st < nstages; st++)
+		fprintf(f, "<text x=\"8\" y=\"%.1f\">stage %d</text>\n", top + st * row + 19, st);
+	for (int i = 0; i < s->nops; i++) {
+		const PipeOp *o = &s->ops[i];
+		double x = left + o->start * scale, w = (o->end - o->start) * scale;
+		double y = top + o->stage * row;
+		int hue = micro ? 360 * o->micro / micro : 0;
+		fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+		    "fill=\"hsl(%d,65%%,%d%%)\" stroke=\"%s\" stroke-width=\"%s\">"
+		    "<title>stage %d, micro-batch %d, %s: %.6g-%.6g s</title></rect>\n",
+		    x, y + 2, w, row - 6, hue, o->backward ? 78 : 58,
+		    o->critical ? "#000" : "#fff", o->critical ? "2" : "1", o->stage, o->micro,
+		    o->backward ? "backward" : "forward", o->start, o->end);
+		if (w >= 16)
+			fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%s%d</text>\n",
+			    x + w / 2, y + 19, o->backward ? "b" : "", o->micro);
+	}
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#888\"/>\n", left,
+	    h - 22, left + width, h - 22);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">0</text><text x=\"%.0f\" y=\"%.1f\" "
+	    "text-anchor=\"end\">%.6g s</text>\n</svg>\n", left, h - 8, left + width, h - 8, s->time);
 }

@@ -14,6 +14,7 @@
 #define TAPC_PIPELINE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 typedef struct {
 	int nstages, micro;             /* K stages, M micro-batches */
@@ -84,6 +85,11 @@ double pipe_autopipe(const double *f, const double *b, int n, int k, int micro, 
  */
 struct Graph;
 int pipe_shard(struct Graph *g, int max_subgraphs, int *sub);
+
+/* A Gantt chart of a simulated schedule as SVG: one row per stage, one box
+ * per operation (colour: micro-batch; lighter: backward; outlined: on the
+ * critical path), for -emit=schedule (issue 6). */
+void pipe_svg(FILE *f, const PipeSim *s, int nstages, const char *title);
 
 /* Stage sums of a partition: out[s] = sum of v[cut[s] .. cut[s+1]). */
 void pipe_stage_sums(const double *v, const int *cut, int k, double *out);

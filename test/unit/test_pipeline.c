@@ -40,6 +40,42 @@ sim_forward_two_stages(void)
 	pipe_sim_free(&s);
 }
 
+static int
+count(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* The chart: a box per operation where the timeline puts it */
+static void
+svg_chart(void)
+{
+	double f[] = {1, 2};
+	PipeSpec p = {.nstages = 2, .micro = 3, .fwd = f, .comm = 0.5};
+	PipeSim s;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	pipe_svg(m, &s, 2, "gpt <tp=2>");
+	fclose(m);
+	CU_ASSERT_EQUAL(strncmp(buf, "<svg ", 5), 0);
+	CU_ASSERT_STRING_EQUAL(buf + len - 7, "</svg>\n");
+	CU_ASSERT_EQUAL(count(buf, "<rect "), 6);
+	CU_ASSERT_EQUAL(count(buf, "gpt &lt;tp=2&gt;"), 1);
+	/* stage 1's first forward starts at 1.5 of 7.5 s: 84 + 1.5 * 880 / 7.5 */
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "<rect x=\"260.00\" y=\"76.0\" width=\"234.67\""));
+	int critical = 0;
+	for (int i = 0; i < s.nops; i++)
+		critical += s.ops[i].critical;
+	CU_ASSERT_EQUAL(count(buf, "stroke=\"#000\""), critical);
+	free(buf);
+	pipe_sim_free(&s);
+}
+
 /* 3 balanced stages, 1F1B, f = 1, b = 2, 3 micro-batches, no comm.  By hand:
  *   s0: F0 0-1  F1 1-2  F2 2-3  B0 7-9   B1 10-12  B2 13-15
  *   s1: F0 1-2  F1 2-3  B0 5-7  F2 7-8   B1 8-10   B2 11-13
@@ -386,6 +422,7 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, sim_forward_two_stages);
 	ADD(s, sim_1f1b_three_stages);
 	ADD(s, sim_1f1b_unbalanced);
+	ADD(s, svg_chart);
 	ADD(s, dp_matches_brute_force);
 	ADD(s, autopipe_heuristic);
 	ADD(s, shard_fixtures);
