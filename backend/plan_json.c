@@ -175,6 +175,37 @@ put_tensor_parallel(FILE *f, Graph *g)
 	fputs("]},\n", f);
 }
 
+/* stage-assign's decisions: the stage table and the simulated schedule. */
+static void
+put_pipeline(FILE *f, Graph *g)
+{
+	fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"subgraphs\": %d, \"method\": ",
+	    g->nstages, g->microbatches, g->nsubgraphs);
+	put_str(f, g->pipe_method ? g->pipe_method : "");
+	fprintf(f, ", \"simulated_seconds\": %.6g, \"stage_time_std\": %.6g,\n", g->pipe_time,
+	    g->pipe_std);
+	fprintf(f, "    \"megatron_even_split\": {\"simulated_seconds\": %.6g, \"stage_time_std\": %.6g},\n",
+	    g->pipe_even_time, g->pipe_even_std);
+	fprintf(f, "    \"p2p_seconds\": %.6g, \"ms\": %.3f, \"stage_table\": [", g->pipe_comm, g->pipe_ms);
+	int tp = g->mesh.tp > 1 ? g->mesh.tp : 1;
+	for (int s = 0; s < g->nstages; s++) {
+		PipeStage *st = &g->stages[s];
+		const char *first = "";
+		for (NodeId n = 0; n < g->nnodes && !*first; n++)
+			if (g->nodes[n].stage == s)
+				first = g->nodes[n].name;
+		fprintf(f, "%s\n      {\"stage\": %d, \"subgraphs\": [%d, %d], \"first_op\": ", s ? "," : "",
+		    s, st->first, st->first + st->nsub - 1);
+		put_str(f, first);
+		fprintf(f, ", \"forward_seconds\": %.6g, \"backward_seconds\": %.6g, \"weight_bytes\": %lld, "
+		    "\"ranks\": [", st->fwd, st->bwd, (long long)st->weight_bytes);
+		for (int q = 0; q < tp; q++)
+			fprintf(f, "%s%d", q ? ", " : "", s * tp + q);
+		fputs("]}", f);
+	}
+	fputs("]},\n", f);
+}
+
 void
 emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 {
@@ -196,13 +227,21 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 	/* until the planner passes choose degrees, every program is one rank */
 	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = m->pp ? m->pp : 1;
 	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"rule\": ", dp, tp, pp);
-	put_str(f, tp > 1 ? "every device of the mesh to tensor parallelism (or -tp); data and "
-	    "pipeline parallelism are not planned yet" : "one device: nothing to divide");
+	put_str(f, pp > 1 ? "-pp forced the pipeline stages; tensor parallelism takes the rest of "
+	    "the mesh; data parallelism is not planned yet" : tp > 1 ? "every device of the mesh "
+	    "to tensor parallelism (or -tp); data and pipeline parallelism are not planned yet" :
+	    "one device: nothing to divide");
 	fputs("},\n  \"ranks\": [", f);
-	for (int r = 0; r < tp; r++) /* one program for the group: rank0.c */
-		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": 0, \"tp\": %d, \"stage\": 0, \"nodes\": %d, "
-		    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"rank0.c\"}", r ? "," : "",
-		    r, r, g->nnodes, (long long)mp->arena_bytes, (long long)mp->weight_bytes);
+	for (int r = 0; r < tp * pp; r++) { /* one program per TP group: rank0.c */
+		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": 0, \"tp\": %d, \"stage\": %d, ", r ? "," : "",
+		    r, r % tp, r / tp);
+		if (pp > 1) /* planned, not generated yet */
+			fputs("\"source\": \"\"}", f);
+		else
+			fprintf(f, "\"nodes\": %d, \"arena_bytes\": %lld, \"weight_bytes\": %lld, "
+			    "\"source\": \"rank0.c\"}", g->nnodes, (long long)mp->arena_bytes,
+			    (long long)mp->weight_bytes);
+	}
 	fputs("\n  ],\n", f);
 	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
 	    "\"activation_bytes\": %lld},\n", (long long)flops, (long long)bytes, (long long)wbytes,
@@ -210,6 +249,8 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 	put_pruning(f, g);
 	if (tp > 1)
 		put_tensor_parallel(f, g);
+	if (g->nstages > 1)
+		put_pipeline(f, g);
 	fputs("  \"tensors\": [\n", f);
 	int *num = ir_print_numbers(g);
 	bool first = true;

@@ -22,8 +22,8 @@ static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or
     cl::value_desc("path"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node (default 1x1)"),
     cl::value_desc("RxC"), cl::init("1x1"), cl::cat(Cat));
-static cl::opt<std::string> Emit("emit", cl::desc("What to write: c (a program directory, default), ir (the IR), plan (plan.json)"),
-    cl::value_desc("c|ir|plan"), cl::init("c"), cl::cat(Cat));
+static cl::opt<std::string> Emit("emit", cl::desc("What to write: c (a program directory, default), ir (the IR), plan (plan.json), schedule (SVG of the simulated pipeline)"),
+    cl::value_desc("c|ir|plan|schedule"), cl::init("c"), cl::cat(Cat));
 static cl::opt<bool> MD("MD", cl::desc("Also write a make dependency file (default: the output path + .d)"), cl::cat(Cat));
 static cl::opt<std::string> MF("MF", cl::desc("Write the make dependency file to FILE (implies -MD)"),
     cl::value_desc("file"), cl::init(""), cl::cat(Cat));
@@ -49,6 +49,10 @@ static cl::opt<int> MinDuplicate("min-duplicate", cl::desc("fold-scopes: a block
     cl::value_desc("N"), cl::init(2), cl::cat(Cat));
 static cl::opt<int> TP("tp", cl::desc("Force the tensor-parallel degree (default: every device of the mesh)"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+static cl::opt<int> PP("pp", cl::desc("Pipeline stages: plan a pipeline of N stages (planning only in this version: -emit=ir|plan|schedule)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+static cl::opt<int> Microbatches("microbatches", cl::desc("Micro-batches per iteration for the pipeline plan (default: the largest divisor of the batch up to 2 x stages)"),
+    cl::value_desc("M"), cl::init(0), cl::cat(Cat));
 static cl::opt<std::string> Cost("cost", cl::desc("Cost model constants: flops, bw_intra, bw_inter, latency, memory, objective=train|infer (docs/tensor-parallel.md)"),
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
 static cl::opt<unsigned> TPRandom("tp-random", cl::desc("Testing: pick a random valid tensor-parallel plan (seed N) instead of the cheapest"),
@@ -98,6 +102,8 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->list_passes = ListPasses;
 	o->min_duplicate = MinDuplicate;
 	o->tp = TP;
+	o->pp = PP;
+	o->microbatches = Microbatches;
 	o->cost = Cost.c_str();
 	o->tp_random = TPRandom;
 	o->md = MD || !MF.empty();

@@ -32,6 +32,8 @@ typedef struct {
 	bool list_passes;
 	int min_duplicate;              /* -min-duplicate=N */
 	int tp;                         /* -tp=N, 0 = every device */
+	int pp;                         /* -pp=N, 0 = no pipeline */
+	int microbatches;               /* -microbatches=M, 0 = default */
 	const char *cost;               /* -cost=key=value,... */
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */
 	bool md;                        /* -MD or -MF */

@@ -18,6 +18,7 @@
 #include "frontend/cl.h"
 #include "frontend/onnx.h"
 #include "passes/passes.h"
+#include "passes/pipeline.h"
 
 static const char overview[] =
     "tapc - automatic 3D-parallel compiler for ONNX models\n"
@@ -49,8 +50,12 @@ extra_help(void)
 	    "  group; tp-plan picks each weight's pattern by TAP's search and the cost model\n"
 	    "  (-cost=flops=...,bw_intra=...,bw_inter=...,latency=...,memory=...,objective=train|infer),\n"
 	    "  tp-rewrite emits sliced weights and AllReduce/AllGather/ReduceScatter/Shard ops.\n"
+	    "\nPIPELINE PLANNING: -pp=N cuts the model into subgraphs (pipe-shard) and N stages\n"
+	    "  (stage-assign), TP over the rest of the mesh; -emit=plan shows the stage table and\n"
+	    "  -emit=schedule the simulated pipeline as SVG. Pipelined programs are not generated yet.\n"
 	    "\nDocumentation: README.md, docs/usage.md (every option, the program), docs/ir.md\n"
-	    "(reading the IR), docs/ops.md (operators), docs/tensor-parallel.md, docs/runtime.md,\n"
+	    "(reading the IR), docs/ops.md (operators), docs/tensor-parallel.md, docs/pipeline.md,\n"
+	    "docs/runtime.md, "
 	    "docs/build-integration.md.\n");
 	fclose(f);
 	return buf;
@@ -119,14 +124,41 @@ read_ir_file(const char *path)
 typedef struct {
 	Graph *g;
 	const EmitOptions *eo;
-	bool plan;                      /* plan.json rather than the IR */
+	char what;                      /* 'i' the IR, 'p' plan.json, 's' the schedule SVG */
 } Writer;
+
+/* The simulated pipeline of stage-assign's choice as an SVG chart. */
+static void
+write_schedule(FILE *f, Graph *g, const char *name)
+{
+	int k = g->nstages;
+	double *fw = calloc(k + 1, sizeof *fw), *bw = calloc(k + 1, sizeof *bw);
+	for (int s = 0; s < k; s++) {
+		fw[s] = g->stages[s].fwd;
+		bw[s] = g->stages[s].bwd;
+	}
+	PipeSpec p = {.nstages = k, .micro = g->microbatches, .fwd = fw,
+		.bwd = g->cost.train ? bw : NULL, .comm = g->pipe_comm};
+	PipeSim sim;
+	if (!pipe_simulate(&p, &sim))
+		die("no pipeline to draw");
+	char title[512];
+	snprintf(title, sizeof title, "%s: %s, tp=%d", name, g->pipe_method, g->mesh.tp);
+	pipe_svg(f, &sim, k, title);
+	pipe_sim_free(&sim);
+	free(fw);
+	free(bw);
+}
 
 static void
 write_to(FILE *f, const Writer *w)
 {
-	if (!w->plan) {
+	if (w->what == 'i') {
 		ir_print(f, w->g);
+		return;
+	}
+	if (w->what == 's') {
+		write_schedule(f, w->g, w->eo->program);
 		return;
 	}
 	MemPlan mp;
@@ -212,11 +244,18 @@ emit(Graph *g, const TapcOptions *o)
 		if (!*dep)
 			snprintf(dep, sizeof dep, "%.*s.d", (int)len, o->output);
 	}
-	if (strcmp(o->emit, "c") == 0) {
+	if (strcmp(o->emit, "c") == 0 && g->nstages > 1) {
+		diag_error("-pp=%d: pipeline programs are not generated yet; -emit=ir, -emit=plan and "
+		    "-emit=schedule show the plan", g->nstages);
+		ok = false;
+	} else if (strcmp(o->emit, "schedule") == 0 && g->nstages < 2) {
+		diag_error("-emit=schedule draws a pipeline: give -pp=N with N >= 2");
+		ok = false;
+	} else if (strcmp(o->emit, "c") == 0) {
 		eo.depfile = o->md ? dep : NULL;
 		ok = emit_program(g, &eo);
 	} else {
-		Writer w = {g, &eo, strcmp(o->emit, "plan") == 0};
+		Writer w = {g, &eo, o->emit[0]};
 		ok = write_file(o->output, &w) && (!o->md || emit_depfile(g, o->output, dep));
 	}
 	free(name);
@@ -258,20 +297,28 @@ main(int argc, char **argv)
 		    "latency, memory (positive numbers) or objective=train|infer", bad);
 		ok = false;
 	}
-	if (ok) { /* this rule: every device goes to tensor parallelism */
-		int devices = cx.mesh.rows * cx.mesh.cols;
-		if (o.tp < 0 || (o.tp > 0 && devices > 1 && o.tp != devices)) {
-			diag_error("-tp=%d: the mesh has %d device%s; tensor parallelism must use all of them "
-			    "(data and pipeline parallelism are not implemented yet)", o.tp, devices,
-			    devices == 1 ? "" : "s");
+	if (ok) { /* the degrees: tp x pp devices (data parallelism comes later) */
+		int devices = cx.mesh.rows * cx.mesh.cols, pp = o.pp ? o.pp : 1;
+		if ((o.tp > 0 || o.pp > 0) && devices == 1) /* -tp/-pp alone: a 1 x (tp pp) mesh */
+			devices = cx.mesh.cols = (o.tp > 0 ? o.tp : 1) * pp;
+		int tp = o.tp ? o.tp : (pp > 0 && devices % pp == 0 ? devices / pp : 0);
+		if (o.tp < 0 || o.pp < 0 || tp < 1 || tp * pp != devices) {
+			diag_error("-tp=%d -pp=%d: the mesh has %d device%s; the tensor-parallel and "
+			    "pipeline degrees must multiply to that (data parallelism is not implemented yet)",
+			    tp, pp, devices, devices == 1 ? "" : "s");
 			ok = false;
-		} else if (o.tp > 0 && devices == 1) {
-			cx.mesh.cols = o.tp; /* -tp=N alone: a 1xN mesh */
 		}
-		cx.mesh.tp = cx.mesh.rows * cx.mesh.cols;
+		cx.mesh.tp = tp;
+		cx.mesh.pp = pp;
+		cx.microbatches = o.microbatches;
+		if (o.microbatches < 0) {
+			diag_error("-microbatches=%d: expected a positive count", o.microbatches);
+			ok = false;
+		}
 	}
-	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0) {
-		diag_error("-emit=%s: expected c, ir or plan", o.emit);
+	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0 &&
+	    strcmp(o.emit, "schedule") != 0) {
+		diag_error("-emit=%s: expected c, ir, plan or schedule", o.emit);
 		ok = false;
 	}
 	if (strcmp(o.emit, "c") == 0 && !*o.output) {
@@ -310,6 +357,19 @@ main(int argc, char **argv)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
+	if (cx.mesh.pp > 1) { /* micro-batches divide the batch (dim 0 of the inputs) */
+		int64_t batch = g->ninputs && g->tensors[g->inputs[0]].rank > 0 ?
+		    g->tensors[g->inputs[0]].dims[0] : 1;
+		if (cx.microbatches && batch % cx.microbatches != 0) {
+			diag_error("-microbatches=%d does not divide the batch %lld (-batch=N sets it)",
+			    cx.microbatches, (long long)batch);
+			ir_free(g);
+			return 1;
+		}
+		for (int m = 2 * cx.mesh.pp; !cx.microbatches && m >= 1; m--)
+			if (batch % m == 0)
+				cx.microbatches = m;
+	}
 	if (!g->mesh.dp) { /* an IR file that carries its degrees keeps its mesh */
 		g->mesh.rows = cx.mesh.rows;
 		g->mesh.cols = cx.mesh.cols;

@@ -181,6 +181,7 @@ ir_free(Graph *g)
 	free(g->nusers);
 	free(g->users);
 	free(g->tpsearch);
+	free(g->stages);
 	ir_arena_free(&g->arena);
 	free(g);
 }
@@ -224,6 +225,7 @@ ir_add_node(Graph *g, Op op, const char *name, int nin, const TensorId *in,
 			g->tensors[out[i]].producer = id;
 	}
 	n->group = IR_NONE;
+	n->subgraph = IR_NONE;
 	n->stage = IR_NONE;
 	n->phase = PHASE_FWD;
 	n->tp_axis = TP_NONE;

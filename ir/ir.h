@@ -154,6 +154,7 @@ typedef struct {
 	int nattr;
 	Attr *attr;                     /* sorted by name */
 	int group;                      /* GraphNode id, IR_NONE before grouping */
+	int subgraph;                   /* pipe-shard's subgraph (Merak), IR_NONE before */
 	int stage;                      /* pipeline stage, IR_NONE before stage-assign */
 	Phase phase;
 	bool dead;                      /* removed; ir_compact drops it */
@@ -216,6 +217,13 @@ bool ir_cost_parse(CostModel *m, const char *spec, const char **bad);
 double ir_cost_allreduce(const CostModel *m, int n, double bw, double bytes);
 double ir_cost_allgather(const CostModel *m, int n, double bw, double bytes);
 
+/* One pipeline stage as stage-assign chose it. */
+typedef struct {
+	int first, nsub;                /* subgraphs [first, first + nsub) */
+	double fwd, bwd;                /* predicted seconds per micro-batch */
+	int64_t weight_bytes;           /* per rank */
+} PipeStage;
+
 /* One search of tp-plan (TAP Alg. 2), for plan.json and the benchmark. */
 typedef struct {
 	const char *name;               /* the template's pattern, or "graph" */
@@ -263,6 +271,18 @@ typedef struct Graph {
 	double tp_search_ms;            /* all searches */
 	double tp_cost;                 /* predicted cost of the whole plan, seconds */
 	int64_t tp_memory;              /* bytes per device the plan's weights need */
+
+	/* pipe-shard and stage-assign's record (plan.json, -emit=schedule) */
+	int nsubgraphs;
+	int nstages;
+	PipeStage *stages;              /* [nstages] */
+	int microbatches;               /* M of the simulated schedule */
+	double pipe_comm;               /* seconds per stage-to-stage transfer (mean) */
+	double pipe_time;               /* simulated iteration, chosen assignment */
+	double pipe_even_time;          /* ... Megatron's even split of the blocks (-1: none) */
+	double pipe_std, pipe_even_std; /* std dev of the stage times of each */
+	const char *pipe_method;        /* which planner's assignment won */
+	double pipe_ms;                 /* stage-assign's time */
 
 	/* def-use, rebuilt by ir_reindex */
 	int *nusers;                    /* per tensor */

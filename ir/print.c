@@ -245,6 +245,8 @@ put_node(Printer *pr, NodeId id)
 	}
 	if (n->group != IR_NONE)
 		fprintf(f, " gn=%d", n->group);
+	if (n->subgraph != IR_NONE)
+		fprintf(f, " sg=%d", n->subgraph);
 	if (n->stage != IR_NONE)
 		fprintf(f, " stage=%d", n->stage);
 	if (n->phase != PHASE_FWD)

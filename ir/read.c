@@ -801,7 +801,7 @@ parse_comment(Reader *r)
 	return ir_strdup(&r->g->arena, r->str.p);
 }
 
-/* "%5, _ = Split %4 {axis=2} : f32[2], _ gn=1 stage=0   # name";
+/* "%5, _ = Split %4 {axis=2} : f32[2], _ gn=1 sg=0 stage=0   # name";
  * the outputs are already in r->outs. */
 static void
 parse_node(Reader *r, const char *opname)
@@ -854,6 +854,10 @@ parse_node(Reader *r, const char *opname)
 	if (consume_word(r, "gn")) {
 		expect(r, "=");
 		n->group = (int)parse_int(r, "GraphNode", 0, MAX_GROUPS - 1);
+	}
+	if (consume_word(r, "sg")) {
+		expect(r, "=");
+		n->subgraph = (int)parse_int(r, "subgraph", 0, INT_MAX);
 	}
 	if (consume_word(r, "stage")) {
 		expect(r, "=");

@@ -35,7 +35,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,tp-plan,tp-rewrite,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,tp-plan,tp-rewrite,pipe-shard,stage-assign,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

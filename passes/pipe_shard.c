@@ -44,7 +44,10 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 	if (!params || !psum || !first_user || !left || !out_of || !common || !visited)
 		die("out of memory");
 
-	/* parameters per node; the threshold p = total / k (Alg. 2 line 2) */
+	/* parameters per node; the threshold: Merak's share total / k (Alg. 2
+	 * line 2) halved, since a full subgraph here ends only at the next
+	 * narrow point: a block's attention (a third of its parameters) then
+	 * still ends a subgraph, a LayerNorm-sized piece does not */
 	double total = 0;
 	for (NodeId n = 0; n < N; n++) {
 		Node *nd = &g->nodes[n];
@@ -53,7 +56,7 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 				params[n] += ir_numel(&g->tensors[nd->in[i]]);
 		total += (double)params[n];
 	}
-	double threshold = total / k;
+	double threshold = total / (2.0 * k);
 	/* common tensors: read inside more than one block (an attention mask
 	 * every block reads; Merak: more users than blocks).  Blocks are the
 	 * template instances; a residual stream read twice by a decomposed
@@ -193,4 +196,25 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 		sub[n] = count - 1;
 	}
 	return count;
+}
+
+/* The pass: with a pipeline degree above 1, every node gets its subgraph
+ * (Node.subgraph, printed sg=N); the bound is 2 x blocks + 4 (issue 6). */
+bool
+pass_pipe_shard(Graph *g, PassCtx *cx)
+{
+	if (cx->mesh.pp <= 1)
+		return true;
+	int blocks = 1;
+	for (int t = 0; t < g->ntemplates; t++)
+		if (g->templates[t].ninstances > blocks)
+			blocks = g->templates[t].ninstances;
+	int *sub = malloc(sizeof *sub * (g->nnodes + 1));
+	if (!sub)
+		die("out of memory");
+	g->nsubgraphs = pipe_shard(g, 2 * blocks + 4, sub);
+	for (NodeId n = 0; n < g->nnodes; n++)
+		g->nodes[n].subgraph = sub[n];
+	free(sub);
+	return true;
 }

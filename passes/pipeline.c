@@ -1,7 +1,8 @@
 /*
  * pipeline.c - the pipeline planner's arithmetic (see pipeline.h): the
  * simulator, AMP's pipe_dp, AutoPipe's Algorithm 1 and critical-path
- * heuristic, and the SVG chart of a simulated schedule.  Needs only libc; dies on out-of-memory like the rest of tapc.
+ * heuristic, and the SVG chart of a simulated schedule.  Needs only libc;
+ * dies on out-of-memory like the rest of tapc.
  */
 #include <float.h>
 #include <stdlib.h>
@@ -254,8 +255,8 @@ pipe_balance(const double *w, int n, int k, int *cut)
 	return best;
 }
 
-static double
-simulate_cuts(const double *f, const double *b, int k, int micro, double comm, const int *cut,
+double
+pipe_simulate_cuts(const double *f, const double *b, int k, int micro, double comm, const int *cut,
     int *master)
 {
 	double *sf = xcalloc(k, sizeof *sf), *sb = b ? xcalloc(k, sizeof *sb) : NULL;
@@ -265,9 +266,10 @@ simulate_cuts(const double *f, const double *b, int k, int micro, double comm, c
 	PipeSpec p = {.nstages = k, .micro = micro, .fwd = sf, .bwd = sb, .comm = comm};
 	PipeSim sim;
 	if (!pipe_simulate(&p, &sim))
-		die("pipe_autopipe: bad pipeline");
+		die("pipe_simulate_cuts: bad pipeline");
 	double t = sim.time;
-	*master = sim.master;
+	if (master)
+		*master = sim.master;
 	pipe_sim_free(&sim);
 	free(sf);
 	free(sb);
@@ -284,7 +286,7 @@ pipe_autopipe(const double *f, const double *b, int n, int k, int micro, double 
 		w[i] = f[i] + (b ? b[i] : 0);
 	pipe_balance(w, n, k, cut);
 	int master;
-	double best = simulate_cuts(f, b, k, micro, comm, cut, &master);
+	double best = pipe_simulate_cuts(f, b, k, micro, comm, cut, &master);
 	int *cand = xcalloc(k + 1, sizeof *cand), *keep = xcalloc(k + 1, sizeof *keep);
 	for (int iter = 0; iter < 4 * n * k && master > 0; iter++) {
 		/* candidates that move the master stage's load: its first block to
@@ -308,7 +310,7 @@ pipe_autopipe(const double *f, const double *b, int n, int k, int micro, double 
 					pipe_balance(w, cand[i + 1], i + 1, cand);
 			}
 			int m;
-			double t = simulate_cuts(f, b, k, micro, comm, cand, &m);
+			double t = pipe_simulate_cuts(f, b, k, micro, comm, cand, &m);
 			if (t < bt) {
 				bt = t;
 				bestm = m;

@@ -91,6 +91,11 @@ int pipe_shard(struct Graph *g, int max_subgraphs, int *sub);
  * critical path), for -emit=schedule (issue 6). */
 void pipe_svg(FILE *f, const PipeSim *s, int nstages, const char *title);
 
+/* Simulate the partition cut of per-item forward (and backward, or NULL)
+ * times: the iteration time, and the master stage if master is not NULL. */
+double pipe_simulate_cuts(const double *f, const double *b, int k, int micro, double comm,
+    const int *cut, int *master);
+
 /* Stage sums of a partition: out[s] = sum of v[cut[s] .. cut[s+1]). */
 void pipe_stage_sums(const double *v, const int *cut, int k, double *out);
 

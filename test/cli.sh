@@ -55,7 +55,7 @@ check "-tp=2: the header" has "$tmp/out" "mesh=1x2 dp=1 tp=2 pp=1"
 check "-tp=2: collectives in the IR" has "$tmp/out" "= AllReduce "
 check "-tp=2: sliced weights" has "$tmp/out" "slice=1/2 blocks=3"
 expect 1 "-tp must use every device" "$TAPC" $gpt -mesh 1x4 -tp=2 -emit=ir
-check "-tp mismatch: message" has "$tmp/err" "tensor parallelism must use all of them"
+check "-tp mismatch: message" has "$tmp/err" "degrees must multiply to that"
 expect 1 "-tp negative" "$TAPC" $gpt -tp=-1 -emit=ir
 expect 1 "-cost unknown key" "$TAPC" $gpt -cost=speed=3 -emit=ir
 check "-cost: message names the item" has "$tmp/err" "'speed=3'"
@@ -77,6 +77,29 @@ expect 0 "a rewritten dump reads back unchanged" "$TAPC" "$tmp/direct.ir" -passe
 check "... byte for byte" cmp -s "$tmp/again.ir" "$tmp/direct.ir"
 expect 1 "tp-plan refuses a rewritten graph" "$TAPC" "$tmp/direct.ir" -mesh 1x2 -emit=ir
 check "... message" has "$tmp/err" "already one rank's"
+
+# pipeline planning: -pp, -microbatches, -emit=schedule
+expect 0 "-pp=2 alone is a 1x2 mesh" "$TAPC" $gpt -pp=2 -batch=8 -emit=ir
+check "-pp=2: the header" has "$tmp/out" "mesh=1x2 dp=1 tp=1 pp=2"
+check "-pp=2: subgraphs and stages" has "$tmp/out" " sg=4 stage=1 "
+cp "$tmp/out" "$tmp/pp.ir"
+expect 0 "a staged dump reads back" "$TAPC" "$tmp/pp.ir" -passes=verify -emit=ir -o "$tmp/pp2.ir"
+check "... byte for byte" cmp -s "$tmp/pp.ir" "$tmp/pp2.ir"
+expect 0 "-tp=2 -pp=2 on 1x4" "$TAPC" $gpt -mesh 1x4 -tp=2 -pp=2 -batch=8 -emit=plan
+check "plan.json: the stage table" has "$tmp/out" '"stage_table"'
+check "plan.json: the even split baseline" has "$tmp/out" '"megatron_even_split"'
+expect 1 "-tp x -pp must cover the mesh" "$TAPC" $gpt -mesh 1x4 -tp=2 -pp=3 -emit=ir
+expect 1 "-pp with -emit=c is refused for now" "$TAPC" $gpt -pp=2 -o "$tmp/ppout"
+check "... message" has "$tmp/err" "pipeline programs are not generated yet"
+check "... nothing written" sh -c "[ ! -e '$tmp/ppout' ]"
+expect 1 "-microbatches must divide the batch" "$TAPC" $gpt -pp=2 -batch=6 -microbatches=4 -emit=ir
+expect 0 "-emit=schedule" "$TAPC" $gpt -mesh 1x4 -pp=4 -batch=8 -emit=schedule -o "$tmp/s.svg"
+check "-emit=schedule: an SVG" sh -c "head -c 5 '$tmp/s.svg' | grep -q '<svg '"
+check "-emit=schedule: a box per micro-batch forward and backward" \
+    sh -c "[ \$(grep -c '<rect ' '$tmp/s.svg') = 64 ]"
+expect 1 "-emit=schedule needs a pipeline" "$TAPC" $gpt -emit=schedule
+expect 1 "more stages than subgraphs" "$TAPC" $mlp -pp=8 -batch=8 -emit=ir
+check "... message" has "$tmp/err" "cuts into only"
 
 expect 0 "-print-after=fold-constants" "$TAPC" $gpt -print-after=fold-constants -emit=ir -o /dev/null
 check "-print-after banner" has "$tmp/err" "IR Dump After fold-constants"

@@ -404,15 +404,66 @@ shard_fixtures(void)
 	Graph *g = pruned_fixture("gpt");
 	int *sub = calloc(g->nnodes + 1, sizeof *sub);
 	CU_ASSERT_EQUAL(pipe_shard(g, 1, sub), 1);
-	/* GPT, 2 blocks, bound 8: embeddings + attention 0, FFN 0, attention 1,
-	 * FFN 1, final LayerNorm + head (the embeddings are too light alone) */
-	static const char *starts[] = {"/wte/Gather", "/h.0/ln_2/ReduceMean", "/h.1/ln_1/ReduceMean",
-		"/h.1/ln_2/ReduceMean", "/ln_f/ReduceMean"};
-	CU_ASSERT_EQUAL_FATAL(pipe_shard(g, 8, sub), 5);
+	/* GPT, 2 blocks, bound 8: the token embedding, the position embedding
+	 * with attention 0, FFN 0, attention 1, FFN 1, final LayerNorm + head */
+	static const char *starts[] = {"/wte/Gather", "/wpe/Gather", "/h.0/ln_2/ReduceMean",
+		"/h.1/ln_1/ReduceMean", "/h.1/ln_2/ReduceMean", "/ln_f/ReduceMean"};
+	CU_ASSERT_EQUAL_FATAL(pipe_shard(g, 8, sub), 6);
 	for (NodeId n = 0, k = 0; n < g->nnodes; n++)
 		if (n == 0 || sub[n] != sub[n - 1])
 			CU_ASSERT_STRING_EQUAL(g->nodes[n].name, starts[k++]);
 	free(sub);
+	ir_free(g);
+}
+
+/* stage-assign on GPT (2 blocks, 6 subgraphs) over 2 and 3 stages: a
+ * contiguous cover in node order, the stage table's simulation is the
+ * reported time, no worse than Megatron's even split (when there is one) */
+static void
+stage_assign_gpt(void)
+{
+	for (int k = 2; k <= 3; k++) {
+		Graph *g = pruned_fixture("gpt");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+		PassCtx cx = {.microbatches = 4};
+		cx.mesh = (Mesh){.rows = 1, .cols = k, .tp = 1, .pp = k};
+		CU_ASSERT_TRUE_FATAL(pass_pipe_shard(g, &cx));
+		CU_ASSERT_TRUE_FATAL(pass_stage_assign(g, &cx));
+		CU_ASSERT_EQUAL(g->nstages, k);
+		CU_ASSERT_EQUAL(g->nsubgraphs, 6);
+		CU_ASSERT_EQUAL(g->stages[0].first, 0);
+		for (int s = 0; s < k; s++) {
+			CU_ASSERT(g->stages[s].nsub >= 1);
+			if (s) {
+				CU_ASSERT_EQUAL(g->stages[s].first, g->stages[s - 1].first + g->stages[s - 1].nsub);
+			}
+		}
+		CU_ASSERT_EQUAL(g->stages[k - 1].first + g->stages[k - 1].nsub, 6);
+		for (NodeId n = 1; n < g->nnodes; n++)
+			CU_ASSERT(g->nodes[n].stage >= g->nodes[n - 1].stage);
+		double fw[3], bw[3];
+		for (int s = 0; s < k; s++)
+			fw[s] = g->stages[s].fwd, bw[s] = g->stages[s].bwd;
+		PipeSpec p = {.nstages = k, .micro = 4, .fwd = fw, .bwd = bw, .comm = g->pipe_comm};
+		PipeSim sim;
+		CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &sim));
+		CU_ASSERT_DOUBLE_EQUAL(sim.time, g->pipe_time, 1e-12);
+		pipe_sim_free(&sim);
+		if (k == 2) {
+			CU_ASSERT(g->pipe_even_time > 0 && g->pipe_time <= g->pipe_even_time);
+		} else {
+			CU_ASSERT(g->pipe_even_time < 0); /* 2 blocks cannot fill 3 stages evenly */
+		}
+		ir_free(g);
+	}
+	/* more stages than subgraphs is an error, not a crash */
+	Graph *g = pruned_fixture("mlp");
+	PassCtx cx = {.microbatches = 1};
+	cx.mesh = (Mesh){.rows = 1, .cols = 8, .tp = 1, .pp = 8};
+	CU_ASSERT_TRUE_FATAL(pass_pipe_shard(g, &cx));
+	quiet_diags();
+	CU_ASSERT_FALSE(pass_stage_assign(g, &cx));
+	CU_ASSERT_PTR_NOT_NULL(strstr(diag_last, "cuts into only"));
 	ir_free(g);
 }
 
@@ -426,4 +477,5 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, dp_matches_brute_force);
 	ADD(s, autopipe_heuristic);
 	ADD(s, shard_fixtures);
+	ADD(s, stage_assign_gpt);
 }
