@@ -172,6 +172,24 @@ cuts_within(const double *P, int n, int k, const double *b, double T, double *D,
 	return D[k * w + n];
 }
 
+/* Can n items be cut into k non-empty stages of at most T each?  Greedy,
+ * on the prefix sums P the DP compares (the same rounding): the fewest
+ * stages within T; more are always possible when n >= k. */
+static bool
+fits(const double *P, int n, int k, double T)
+{
+	int stages = 0;
+	for (int st = 0; st < n; stages++) {
+		int i = st;
+		while (i < n && P[i + 1] - P[st] <= T)
+			i++;
+		if (i == st)
+			return false;   /* one item alone is over T */
+		st = i;
+	}
+	return stages <= k;
+}
+
 double
 pipe_dp(const double *a, int n, int k, const double *b, int micro, int *cut)
 {
@@ -197,6 +215,8 @@ pipe_dp(const double *a, int n, int k, const double *b, int micro, int *cut)
 			continue;
 		if (best >= 0 && (micro - 1) * T + total >= best)
 			break;          /* cut costs are >= 0: nothing larger can win */
+		if (!fits(P, n, k, T))
+			continue;       /* no k stages stay within T: skip the DP */
 		double cc = cuts_within(P, n, k, b, T, D, par);
 		if (cc == DBL_MAX)
 			continue;
