@@ -171,6 +171,25 @@ ir_new(const char *name)
 	return g;
 }
 
+int *
+ir_group_blocks(const Graph *g, int *nblocks)
+{
+	int *blk = malloc(sizeof *blk * (g->ngroups + 1)), n = 0;
+	if (!blk)
+		die("out of memory");
+	for (int i = 0; i < g->ngroups; i++)
+		blk[i] = -1;
+	for (int t = 0; t < g->ntemplates; t++) {
+		const Template *T = &g->templates[t];
+		for (int i = 0; i < T->ninstances; i++, n++)
+			for (int k = 0; k < T->ngroups; k++)
+				blk[T->inst[i * T->ngroups + k]] = n;
+	}
+	if (nblocks)
+		*nblocks = n;
+	return blk;
+}
+
 void
 ir_free(Graph *g)
 {

@@ -290,6 +290,10 @@ typedef struct Graph {
 } Graph;
 
 Graph *ir_new(const char *name);
+/* Per GraphNode, the shared-subgraph instance ("block") it belongs to,
+ * numbered template by template, instance by instance; -1 outside every
+ * template.  malloc'd; *nblocks (may be NULL) gets the count. */
+int *ir_group_blocks(const Graph *g, int *nblocks);
 void ir_free(Graph *g);
 
 TensorId ir_add_tensor(Graph *g, const char *name, TensorKind kind, DType dt);

@@ -61,15 +61,7 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 	 * every block reads; Merak: more users than blocks).  Blocks are the
 	 * template instances; a residual stream read twice by a decomposed
 	 * LayerNorm and once by its Add is not common. */
-	int *inst = malloc(sizeof *inst * (g->ngroups + 1)), ninst = 0;
-	if (!inst)
-		die("out of memory");
-	for (int i = 0; i < g->ngroups; i++)
-		inst[i] = -1;
-	for (int t = 0; t < g->ntemplates; t++)
-		for (int i = 0; i < g->templates[t].ninstances; i++, ninst++)
-			for (int j = 0; j < g->templates[t].ngroups; j++)
-				inst[g->templates[t].inst[i * g->templates[t].ngroups + j]] = ninst;
+	int *inst = ir_group_blocks(g, NULL);
 	for (TensorId t = 0; t < g->ntensors; t++) {
 		first_user[t] = -1;
 		out_of[t] = -1;

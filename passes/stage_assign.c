@@ -65,16 +65,7 @@ static bool
 even_split(Graph *g, int nsub, int k, int *cut)
 {
 	int *blk = calloc(nsub + 1, sizeof *blk), nblk = 0, last = -1;
-	int *inst = malloc(sizeof *inst * (g->ngroups + 1));
-	for (int i = 0; i < g->ngroups; i++)
-		inst[i] = -1;
-	for (int t = 0, base = 0; t < g->ntemplates; t++) {
-		Template *T = &g->templates[t];
-		for (int i = 0; i < T->ninstances * T->ngroups; i++)
-			inst[T->inst[i]] = base + i / T->ngroups;
-		base += T->ninstances;
-		nblk = base;
-	}
+	int *inst = ir_group_blocks(g, &nblk);
 	/* each subgraph's block: that of its first node in a block, else the last seen */
 	for (int j = 0; j < nsub; j++)
 		blk[j] = -1;

@@ -175,16 +175,8 @@ int
 tp_regions(TpState *s, int **greg_out)
 {
 	Graph *g = s->g;
-	int nreg = 0;
-	int *greg = malloc(sizeof *greg * (g->ngroups + 1));
-	for (int i = 0; i < g->ngroups; i++)
-		greg[i] = -1;
-	for (int t = 0; t < g->ntemplates; t++) {
-		Template *T = &g->templates[t];
-		for (int i = 0; i < T->ninstances; i++, nreg++)
-			for (int k = 0; k < T->ngroups; k++)
-				greg[T->inst[i * T->ngroups + k]] = nreg;
-	}
+	int nreg;
+	int *greg = ir_group_blocks(g, &nreg); /* each template instance a region */
 	int64_t plans = 0;
 	bool open = false;
 	for (NodeId n = 0; n < g->nnodes; n++) {
