@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/emit.h"
+#include "passes/tp.h"
 
 #define PLAN_FORMAT_VERSION 1
 
@@ -124,11 +125,7 @@ put_tensor_parallel(FILE *f, Graph *g)
 		Node *nd = &g->nodes[n];
 		if (nd->tp_axis == TP_NONE)
 			continue;
-		int w = -1;
-		for (int i = 0; i < nd->nin; i++)
-			if (nd->in[i] != IR_NONE && g->tensors[nd->in[i]].kind == TK_WEIGHT &&
-			    g->tensors[nd->in[i]].rank >= 2)
-				w = i;
+		int w = tp_anchor_input(g, n);
 		fprintf(f, "%s\n      {\"node\": ", first ? "" : ",");
 		put_str(f, nd->name);
 		fprintf(f, ", \"op\": \"%s\", \"graphnode\": %d, \"weight\": ", ir_op_name(nd->op), nd->group);
