@@ -6,6 +6,8 @@
 #include <CUnit/Basic.h>
 #include <string.h>
 
+#include "frontend/onnx.h"
+#include "passes/passes.h"
 #include "test/unit/util.h"
 
 const char *
@@ -17,6 +19,25 @@ srcpath(const char *rel)
 	char *b = buf[k++ % 8];
 	snprintf(b, sizeof buf[0], "%s/%s", top ? top : ".", rel);
 	return b;
+}
+
+Graph *
+fixture_graph(const char *name)
+{
+	char rel[256];
+	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", name);
+	OnnxOptions o = {0};
+	Graph *g = onnx_load(srcpath(rel), &o);
+	if (!g)
+		return NULL;
+	PassCtx cx = {.min_duplicate = 2};
+	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "", .ir_dump_dir = ""};
+	diag_reset();
+	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
+		ir_free(g);
+		return NULL;
+	}
+	return g;
 }
 
 void

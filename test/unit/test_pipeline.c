@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "passes/passes.h"
 #include "passes/pipeline.h"
 #include "test/unit/util.h"
 
@@ -302,29 +303,7 @@ autopipe_heuristic(void)
 	CU_ASSERT(improved > 0); /* the heuristic does something on some inputs */
 }
 
-
 /* ------------------------------------------------------- pipe_shard */
-
-#include "frontend/onnx.h"
-#include "passes/passes.h"
-
-static Graph *
-pruned_fixture(const char *name)
-{
-	char rel[256];
-	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", name);
-	OnnxOptions o = {0};
-	Graph *g = onnx_load(srcpath(rel), &o);
-	if (!g)
-		return NULL;
-	PassCtx cx = {.min_duplicate = 2};
-	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "", .ir_dump_dir = ""};
-	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
-		ir_free(g);
-		return NULL;
-	}
-	return g;
-}
 
 /* In how many template instances (blocks) t is read: a common tensor,
  * relayed between subgraphs, is read in more than one. */
@@ -360,7 +339,7 @@ shard_fixtures(void)
 {
 	const char *names[] = {"gpt", "bert", "t5", "resnet", "resmlp", "cnn", "mlp", "ln17", "tied"};
 	for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
-		Graph *g = pruned_fixture(names[f]);
+		Graph *g = fixture_graph(names[f]);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 		int blocks = 1;
 		for (int t = 0; t < g->ntemplates; t++)
@@ -401,7 +380,7 @@ shard_fixtures(void)
 		ir_free(g);
 	}
 	/* one subgraph when asked for one */
-	Graph *g = pruned_fixture("gpt");
+	Graph *g = fixture_graph("gpt");
 	int *sub = calloc(g->nnodes + 1, sizeof *sub);
 	CU_ASSERT_EQUAL(pipe_shard(g, 1, sub), 1);
 	/* GPT, 2 blocks, bound 8: the token embedding, the position embedding
@@ -423,7 +402,7 @@ static void
 stage_assign_gpt(void)
 {
 	for (int k = 2; k <= 3; k++) {
-		Graph *g = pruned_fixture("gpt");
+		Graph *g = fixture_graph("gpt");
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 		PassCtx cx = {.microbatches = 4};
 		cx.mesh = (Mesh){.rows = 1, .cols = k, .tp = 1, .pp = k};
@@ -457,7 +436,7 @@ stage_assign_gpt(void)
 		ir_free(g);
 	}
 	/* more stages than subgraphs is an error, not a crash */
-	Graph *g = pruned_fixture("mlp");
+	Graph *g = fixture_graph("mlp");
 	PassCtx cx = {.microbatches = 1};
 	cx.mesh = (Mesh){.rows = 1, .cols = 8, .tp = 1, .pp = 8};
 	CU_ASSERT_TRUE_FATAL(pass_pipe_shard(g, &cx));

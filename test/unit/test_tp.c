@@ -9,29 +9,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "frontend/onnx.h"
 #include "passes/tp.h"
 #include "test/unit/util.h"
-
-/* The fixture through the default pipeline, on one device. */
-static Graph *
-load(const char *fixture)
-{
-	char rel[256];
-	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", fixture);
-	OnnxOptions o = {0};
-	Graph *g = onnx_load(srcpath(rel), &o);
-	if (!g)
-		return NULL;
-	PassCtx cx = {.min_duplicate = 2};
-	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "", .ir_dump_dir = ""};
-	diag_reset();
-	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
-		ir_free(g);
-		return NULL;
-	}
-	return g;
-}
 
 static PassCtx
 ctx(int tp)
@@ -81,7 +60,7 @@ static const int megatron[6] = {1, 1, 1, 0, 1, 0}; /* column q,k,v,inter; row at
 static void
 bert_brute_force(int tp)
 {
-	Graph *g = load("bert");
+	Graph *g = fixture_graph("bert");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	PassCtx cx = ctx(tp);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
@@ -146,7 +125,7 @@ static void
 tp_gpt_rewrite(void)
 {
 	for (int tp = 2; tp <= 4; tp += 2) {
-		Graph *g = load("gpt");
+		Graph *g = fixture_graph("gpt");
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 		PassCtx cx = ctx(tp);
 		CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
@@ -201,7 +180,7 @@ tp_gpt_rewrite(void)
 static void
 tp_layernorm_over_split(void)
 {
-	Graph *g = load("gpt");
+	Graph *g = fixture_graph("gpt");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	PassCtx cx = ctx(2);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
@@ -223,7 +202,7 @@ tp_layernorm_over_split(void)
 static void
 tp_tied_embedding(void)
 {
-	Graph *g = load("tied");
+	Graph *g = fixture_graph("tied");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	PassCtx cx = ctx(2);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
@@ -253,7 +232,7 @@ tp_tied_embedding(void)
 static void
 tp_indivisible(void)
 {
-	Graph *g = load("mlp"); /* fc3 is 64 -> 10 */
+	Graph *g = fixture_graph("mlp"); /* fc3 is 64 -> 10 */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	PassCtx cx = ctx(4);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));

@@ -22,6 +22,9 @@
 
 /* Path of a file in the source tree: srcpath("test/e2e/gpt/model.onnx"). */
 const char *srcpath(const char *rel);
+/* test/e2e/NAME/model.onnx through the default pipeline on one device;
+ * NULL if it does not load. */
+Graph *fixture_graph(const char *name);
 /* Silence diagnostics into a buffer; diag_last keeps the latest line. */
 void quiet_diags(void);
 
