@@ -113,11 +113,15 @@ emit_program(Graph *g, const EmitOptions *o)
 		return false;
 	}
 	chmod(tmp, 0755);
-	MemPlan mp;
-	emit_memplan(g, &mp);
-	bool ok = emit_rank_c(g, 0, &mp, tmp) && emit_main_c(g, o, tmp, rel) &&
-	    emit_makefile(g, o, tmp) && emit_plan_json(g, o, &mp, tmp);
-	emit_memplan_free(&mp);
+	bool ok = emit_check_stages(g);
+	for (int s = 0; ok && s < emit_nstages(g); s++) {
+		MemPlan mp;
+		emit_memplan(g, s, &mp);
+		ok = emit_stage_c(g, s, &mp, tmp);
+		emit_memplan_free(&mp);
+	}
+	ok = ok && emit_main_c(g, o, tmp, rel) && emit_makefile(g, o, tmp) &&
+	    emit_plan_json(g, o, tmp);
 	if (ok && stat(out, &st) == 0) {
 		char old[PATH_MAX + 32];
 		snprintf(old, sizeof old, "%s.old%ld", out, (long)getpid());

@@ -3,7 +3,8 @@
  *
  *   out/Makefile   builds out/NAME against libtaprt (build tree or installed)
  *   out/main.c     the program table and main()
- *   out/rankN.c    one translation unit per rank: tensors, nodes, init, run
+ *   out/stageS.c   one translation unit per pipeline stage, compiled once per
+ *                  rank of the stage: tensors, nodes, init, run
  *   out/plan.json  format version, mesh, degrees, ranks, tensors, predictions
  *
  * The directory is written to a temporary sibling and renamed into place,
@@ -21,8 +22,9 @@ typedef struct {
 	const char *tapc_exe;           /* /proc/self/exe of this tapc, to find its build tree */
 } EmitOptions;
 
-/* Arena layout of one rank's activations (memplan.c). */
+/* Arena layout of one rank's activations: the nodes of its stage (memplan.c). */
 typedef struct {
+	bool *recv;                     /* per tensor: received from an earlier stage */
 	TensorId *view;                 /* per tensor: the tensor whose memory it is, or IR_NONE */
 	int64_t *offset;                /* per tensor: byte offset in the arena, -1 if not there */
 	int64_t arena_bytes;
@@ -30,7 +32,14 @@ typedef struct {
 	int64_t weight_bytes;
 } MemPlan;
 
-void emit_memplan(Graph *g, MemPlan *mp);
+void emit_memplan(Graph *g, int stage, MemPlan *mp);
+/* Pipeline stages: how many the program has (mesh.pp), the stage of a node
+ * (0 without a pipeline), of a tensor (its producer's, else its first
+ * reader's), and a check that every node has one, in order. */
+int emit_nstages(const Graph *g);
+int emit_stage(const Graph *g, NodeId n);
+int emit_tensor_stage(const Graph *g, TensorId t);
+bool emit_check_stages(Graph *g);
 /* A node that only renames its input's bytes (Reshape, Flatten, Squeeze,
  * Unsqueeze, a kept Identity): its output is a view, and no code runs. */
 bool emit_is_view(Graph *g, NodeId n);
@@ -40,12 +49,12 @@ void emit_memplan_free(MemPlan *mp);
 bool emit_program(Graph *g, const EmitOptions *o);
 
 /* Pieces, each writing one file into dir (emit_c.c, emit_make.c, plan_json.c). */
-bool emit_rank_c(Graph *g, int rank, const MemPlan *mp, const char *dir);
+bool emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir);
 bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir);
 bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir);
-bool emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mp, const char *dir);
+bool emit_plan_json(Graph *g, const EmitOptions *o, const char *dir);
 bool emit_depfile(Graph *g, const char *target, const char *path);
 /* plan.json's text (-emit=plan writes it alone). */
-void emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp);
+void emit_plan(FILE *f, Graph *g, const EmitOptions *o);
 
 #endif

@@ -1,12 +1,16 @@
 /*
  * memplan.c - place a rank's activations in one arena, reusing memory.
  *
- * Each value tensor lives from the node that produces it to its last use;
- * graph outputs are written straight into the program's output buffers and
- * take no arena space.  A view (Reshape and friends) takes no space either:
- * it is its input's bytes, whose block then lives until the view's last use.  Blocks are placed first-fit in a free list as the
- * nodes are walked in order and returned after their last use, all offsets
- * 64-byte aligned.  Weights get a separate region, packed once.
+ * A rank runs the nodes of its pipeline stage (all of them without a
+ * pipeline).  Each value tensor lives from the node that produces it to its
+ * last use in the stage; a value received from an earlier stage lives from
+ * the start of the micro-batch to its last use; graph outputs computed in
+ * the stage are written straight into the program's output buffers and take
+ * no arena space.  A view (Reshape and friends) takes no space either: it
+ * is its input's bytes, whose block then lives until the view's last use.
+ * Blocks are placed first-fit in a free list as the nodes are walked in
+ * order and returned after their last use, all offsets 64-byte aligned.
+ * Weights the stage reads get a separate region, packed once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,29 +94,90 @@ emit_is_view(Graph *g, NodeId id)
 	return true;
 }
 
+int
+emit_nstages(const Graph *g)
+{
+	return g->mesh.pp > 1 ? g->mesh.pp : 1;
+}
+
+int
+emit_stage(const Graph *g, NodeId n)
+{
+	return g->mesh.pp > 1 ? g->nodes[n].stage : 0;
+}
+
+bool
+emit_check_stages(Graph *g)
+{
+	int k = emit_nstages(g), prev = 0;
+	for (NodeId n = 0; k > 1 && n < g->nnodes; n++) {
+		if (g->nodes[n].dead)
+			continue;
+		int s = g->nodes[n].stage;
+		if (s < prev || s >= k) {
+			diag_error("%s: node '%s' is in stage %d, but the program has %d pipeline stages "
+			    "in order (run stage-assign: -passes=...,pipe-shard,stage-assign)", g->model,
+			    g->nodes[n].name, s, k);
+			return false;
+		}
+		prev = s;
+	}
+	return true;
+}
+
+/* The stage that owns tensor t: its producer's, else (inputs, weights,
+ * constants) the first stage that reads it, else stage 0. */
+int
+emit_tensor_stage(const Graph *g, TensorId t)
+{
+	const Tensor *tt = &g->tensors[t];
+	if (tt->producer != IR_NONE)
+		return emit_stage(g, tt->producer);
+	int s = -1;
+	for (int i = 0; i < g->nusers[t]; i++) {
+		int u = emit_stage(g, g->users[t][i]);
+		if (!g->nodes[g->users[t][i]].dead && (s < 0 || u < s))
+			s = u;
+	}
+	return s < 0 ? 0 : s;
+}
+
 void
-emit_memplan(Graph *g, MemPlan *mp)
+emit_memplan(Graph *g, int stage, MemPlan *mp)
 {
 	int nt = g->ntensors;
 	mp->view = malloc(sizeof *mp->view * (nt + 1));
 	mp->offset = malloc(sizeof *mp->offset * (nt + 1));
 	mp->woffset = malloc(sizeof *mp->woffset * (nt + 1));
+	mp->recv = calloc(nt + 1, 1);
 	int *last = malloc(sizeof *last * (nt + 1));
-	bool *is_out = calloc(nt + 1, 1);
-	if (!mp->offset || !mp->woffset || !last || !is_out)
+	bool *is_out = calloc(nt + 1, 1), *used = calloc(nt + 1, 1);
+	if (!mp->view || !mp->offset || !mp->woffset || !mp->recv || !last || !is_out || !used)
 		die("out of memory");
 	for (int t = 0; t < nt; t++) {
 		mp->offset[t] = mp->woffset[t] = -1;
 		mp->view[t] = IR_NONE;
 		last[t] = -1;
 	}
-	for (int i = 0; i < g->noutputs; i++)
-		is_out[g->outputs[i]] = true;
+	for (int i = 0; i < g->noutputs; i++) {
+		TensorId t = g->outputs[i];
+		/* computed here: into the output buffer; else copied out by its owner */
+		is_out[t] = emit_tensor_stage(g, t) == stage;
+		used[t] |= is_out[t];
+	}
 	/* a view's uses are uses of the tensor that owns the bytes */
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
-		if (nd->dead)
+		if (nd->dead || emit_stage(g, n) != stage)
 			continue;
+		for (int i = 0; i < nd->nin; i++) {
+			TensorId t = nd->in[i];
+			if (t == IR_NONE)
+				continue;
+			used[t] = true;
+			if (g->tensors[t].kind == TK_VALUE && emit_stage(g, g->tensors[t].producer) != stage)
+				mp->recv[t] = true;
+		}
 		if (emit_is_view(g, n)) {
 			TensorId src = nd->in[0];
 			mp->view[nd->out[0]] = mp->view[src] != IR_NONE ? mp->view[src] : src;
@@ -127,16 +192,22 @@ emit_memplan(Graph *g, MemPlan *mp)
 	mp->weight_bytes = 0;
 	for (TensorId t = 0; t < nt; t++) {
 		Tensor *tt = &g->tensors[t];
-		if (tt->kind == TK_WEIGHT && tt->data == DATA_FILE) {
+		if (tt->kind == TK_WEIGHT && tt->data == DATA_FILE && used[t]) {
 			mp->woffset[t] = mp->weight_bytes;
 			mp->weight_bytes += ALIGN(ir_nbytes(tt));
 		}
 	}
 
 	FreeList fl = {0};
+	for (TensorId t = 0; t < nt; t++) /* received at the start of a micro-batch */
+		if (mp->recv[t]) {
+			mp->offset[t] = take(&fl, ALIGN(ir_nbytes(&g->tensors[t])));
+			if (last[t] < 0)
+				give(&fl, mp->offset[t], ALIGN(ir_nbytes(&g->tensors[t])));
+		}
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
-		if (nd->dead)
+		if (nd->dead || emit_stage(g, n) != stage)
 			continue;
 		if (emit_is_view(g, n)) {
 			mp->offset[nd->out[0]] = mp->offset[mp->view[nd->out[0]]];
@@ -171,6 +242,7 @@ emit_memplan(Graph *g, MemPlan *mp)
 	free(fl.b);
 	free(last);
 	free(is_out);
+	free(used);
 }
 
 void
@@ -179,4 +251,5 @@ emit_memplan_free(MemPlan *mp)
 	free(mp->view);
 	free(mp->offset);
 	free(mp->woffset);
+	free(mp->recv);
 }

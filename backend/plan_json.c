@@ -184,7 +184,7 @@ put_pipeline(FILE *f, Graph *g)
 	fprintf(f, "    \"megatron_even_split\": {\"simulated_seconds\": %.6g, \"stage_time_std\": %.6g},\n",
 	    g->pipe_even_time, g->pipe_even_std);
 	fprintf(f, "    \"p2p_seconds\": %.6g, \"ms\": %.3f, \"stage_table\": [", g->pipe_comm, g->pipe_ms);
-	int tp = g->mesh.tp > 1 ? g->mesh.tp : 1;
+	int tp = g->mesh.tp > 1 ? g->mesh.tp : 1, dp = g->mesh.dp > 1 ? g->mesh.dp : 1;
 	for (int s = 0; s < g->nstages; s++) {
 		PipeStage *st = &g->stages[s];
 		const char *first = "";
@@ -196,15 +196,16 @@ put_pipeline(FILE *f, Graph *g)
 		put_str(f, first);
 		fprintf(f, ", \"forward_seconds\": %.6g, \"backward_seconds\": %.6g, \"weight_bytes\": %lld, "
 		    "\"ranks\": [", st->fwd, st->bwd, (long long)st->weight_bytes);
-		for (int q = 0; q < tp; q++)
-			fprintf(f, "%s%d", q ? ", " : "", s * tp + q);
+		for (int d = 0; d < dp; d++) /* every replica's */
+			for (int q = 0; q < tp; q++)
+				fprintf(f, "%s%d", d || q ? ", " : "", (d * g->nstages + s) * tp + q);
 		fputs("]}", f);
 	}
 	fputs("]},\n", f);
 }
 
 void
-emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
+emit_plan(FILE *f, Graph *g, const EmitOptions *o)
 {
 	int64_t flops = 0, bytes = 0, wbytes = 0;
 	for (NodeId n = 0; n < g->nnodes; n++) {
@@ -221,28 +222,39 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 	put_str(f, g->model);
 	fprintf(f, ",\n  \"opset\": %lld,\n", (long long)g->opset);
 	fprintf(f, "  \"mesh\": {\"rows\": %d, \"cols\": %d},\n", m->rows, m->cols);
-	/* until the planner passes choose degrees, every program is one rank */
-	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = m->pp ? m->pp : 1;
-	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"rule\": ", dp, tp, pp);
-	put_str(f, pp > 1 ? "-pp forced the pipeline stages; tensor parallelism takes the rest of "
-	    "the mesh; data parallelism is not planned yet" : tp > 1 ? "every device of the mesh "
-	    "to tensor parallelism (or -tp); data and pipeline parallelism are not planned yet" :
-	    "one device: nothing to divide");
+	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = emit_nstages(g);
+	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"microbatches\": %d, "
+	    "\"rule\": ", dp, tp, pp, g->microbatches > 1 ? g->microbatches : 1);
+	put_str(f, g->degree_rule ? g->degree_rule : dp * tp * pp == 1 ? "one device: nothing to "
+	    "divide" : "as the IR file says");
 	fputs("},\n  \"ranks\": [", f);
-	for (int r = 0; r < tp * pp; r++) { /* one program per TP group: rank0.c */
-		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": 0, \"tp\": %d, \"stage\": %d, ", r ? "," : "",
-		    r, r % tp, r / tp);
-		if (pp > 1) /* planned, not generated yet */
-			fputs("\"source\": \"\"}", f);
-		else
-			fprintf(f, "\"nodes\": %d, \"arena_bytes\": %lld, \"weight_bytes\": %lld, "
-			    "\"source\": \"rank0.c\"}", g->nnodes, (long long)mp->arena_bytes,
-			    (long long)mp->weight_bytes);
+	int64_t arena = 0, *ab = calloc(pp, sizeof *ab), *wb = calloc(pp, sizeof *wb);
+	int *nodes = calloc(pp, sizeof *nodes);
+	for (int s = 0; s < pp; s++) {
+		MemPlan mp;
+		emit_memplan(g, s, &mp);
+		ab[s] = mp.arena_bytes;
+		wb[s] = mp.weight_bytes;
+		arena = ab[s] > arena ? ab[s] : arena;
+		emit_memplan_free(&mp);
 	}
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead && emit_stage(g, n) >= 0 && emit_stage(g, n) < pp)
+			nodes[emit_stage(g, n)]++;
+	for (int r = 0; r < dp * pp * tp; r++) {
+		int s = r / tp % pp;
+		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": %d, \"tp\": %d, \"stage\": %d, \"nodes\": %d, "
+		    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"stage%d.c\"}",
+		    r ? "," : "", r, r / (tp * pp), r % tp, s, nodes[s], (long long)ab[s],
+		    (long long)wb[s], s);
+	}
+	free(ab);
+	free(wb);
+	free(nodes);
 	fputs("\n  ],\n", f);
 	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
 	    "\"activation_bytes\": %lld},\n", (long long)flops, (long long)bytes, (long long)wbytes,
-	    (long long)mp->arena_bytes);
+	    (long long)arena);
 	put_pruning(f, g);
 	if (tp > 1)
 		put_tensor_parallel(f, g);
@@ -269,7 +281,7 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mp)
 }
 
 bool
-emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mp, const char *dir)
+emit_plan_json(Graph *g, const EmitOptions *o, const char *dir)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/plan.json", dir);
@@ -278,7 +290,7 @@ emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mp, const char *di
 		diag_error("cannot write '%s': %s", path, strerror(errno));
 		return false;
 	}
-	emit_plan(f, g, o, mp);
+	emit_plan(f, g, o);
 	if (fclose(f) != 0) {
 		diag_error("cannot write '%s': %s", path, strerror(errno));
 		return false;

@@ -1,7 +1,8 @@
 /*
  * k_comm.c - the tensor-parallel kernels tapc inserts: AllReduce,
  * AllGather and ReduceScatter over the rank's TP group, and Shard, which
- * takes this rank's slice of a full tensor without communicating.
+ * takes this rank's slice of a full tensor without communicating; and
+ * taprt_send/taprt_recv, which move a tensor between pipeline stages.
  *
  * Needs: cx->tp_rank and cx->tp_group (taprt_main sets them), and cx->be
  * and cx->comm when the group has more than one rank (a group of one only
@@ -270,4 +271,34 @@ taprt_op_Shard(taprt_ctx *cx, const taprt_node *n)
 	char *d = y->data;
 	for (int64_t r = 0; r < sp.rows; r++)
 		move(d + r * sp.run, s + (r * sp.parts + cx->tp_rank) * sp.run, sp.run);
+}
+
+/* -------------------------------------------------- pipeline transfers */
+
+static int
+p2p(taprt_ctx *cx, taprt_tensor *t, int peer, int tag, bool send)
+{
+	int64_t bytes = t->numel * taprt_dtype_size(t->dtype);
+	if (peer < 0 || peer >= cx->nranks || peer == cx->rank || !cx->comm)
+		return taprt_fail(cx, "%s of tensor %d: no rank %d to %s (rank %d of %d)",
+		    send ? "send" : "recv", tag, peer, send ? "send to" : "receive from", cx->rank,
+		    cx->nranks);
+	int rc = send ? cx->be->send(cx->comm, t->data, bytes, peer, tag) :
+	    cx->be->recv(cx->comm, t->data, bytes, peer, tag);
+	if (rc != 0)
+		return taprt_fail(cx, "%s of tensor %d (%lld bytes) %s rank %d failed (%d)",
+		    send ? "send" : "recv", tag, (long long)bytes, send ? "to" : "from", peer, rc);
+	return 0;
+}
+
+int
+taprt_send(taprt_ctx *cx, const taprt_tensor *t, int peer, int tag)
+{
+	return p2p(cx, (taprt_tensor *)t, peer, tag, true);
+}
+
+int
+taprt_recv(taprt_ctx *cx, taprt_tensor *t, int peer, int tag)
+{
+	return p2p(cx, t, peer, tag, false);
 }

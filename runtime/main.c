@@ -8,14 +8,16 @@
  *
  * It maps the model's files, starts one thread per rank (threads backend),
  * lets each rank bind and load its weights, runs, and compares or writes
- * the outputs of the rank that holds them.  Exit status: 0 success, 1 a
+ * the outputs.  Exit status: 0 success, 1 a
  * failed check or a run-time error, 2 bad usage.  Never one full copy of
  * the model per rank: see weights.c.
  *
- * Tensor parallelism (p->tp > 1): the ranks of one TP group run the same
- * rank program and differ only in cx->tp_rank (which weight slices they
- * load), so every rank but output_rank writes its outputs into private
- * buffers; only output_rank's land in the buffers that are checked.
+ * Ranks (taprt.h): r = (dp_rank * pp + stage) * tp + tp_rank.  The ranks of
+ * one TP group run the same stage program and differ only in cx->tp_rank
+ * (which weight slices they load), so only tp_rank 0 writes into the
+ * program's output buffers and the others into private ones.  Replicas and
+ * stages write disjoint rows of the shared buffers: with the threads
+ * backend that is the gather of the outputs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -40,7 +42,7 @@ typedef struct {
 	const taprt_backend *be;
 	taprt_comm *world;
 	int rank;
-	int tp;                         /* the TP degree, >= 1 */
+	int tp, pp;                     /* the TP and pipeline degrees, >= 1 */
 	const int *ids;                 /* 0..nranks-1: TP groups point into it */
 	void **in, **out;               /* out: this rank's output buffers */
 	long iters, warmup;
@@ -89,7 +91,8 @@ rank_main(void *arg)
 	const taprt_rank_program *rp = a->p->ranks[a->rank];
 	int base = a->rank - a->rank % a->tp;
 	taprt_ctx cx = {.rank = a->rank, .nranks = a->p->nranks, .be = a->be,
-		.tp_rank = a->rank % a->tp, .tp_group = {a->tp, a->ids + base}};
+		.tp_rank = a->rank % a->tp, .tp_group = {a->tp, a->ids + base},
+		.stage = a->rank / a->tp % a->pp, .dp_rank = a->rank / (a->tp * a->pp)};
 	cx.comm = a->world ? taprt_threads_rank(a->world, a->rank) : NULL;
 	cx.arena = aligned(rp->arena_bytes);
 	cx.weights = aligned(rp->weight_bytes);
@@ -317,12 +320,11 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	const taprt_backend *be = &taprt_threads_backend;
-	int tp = p->tp > 1 ? p->tp : 1;
-	if (p->tp < 0 || p->nranks < 1 || p->nranks % tp != 0 || p->output_rank < 0 ||
-	    p->output_rank >= p->nranks) {
-		fprintf(stderr, "%s: bad program table: %d ranks, TP degree %d, output rank %d "
-		    "(the ranks must be a multiple of the TP degree)\n", argv[0], p->nranks, p->tp,
-		    p->output_rank);
+	int tp = p->tp > 1 ? p->tp : 1, pp = p->pp > 1 ? p->pp : 1, dp = p->dp > 1 ? p->dp : 1;
+	if (p->tp < 0 || p->pp < 0 || p->dp < 0 || p->microbatches < 0 || p->nranks < 1 ||
+	    (int64_t)tp * pp * dp != p->nranks) {
+		fprintf(stderr, "%s: bad program table: %d ranks, degrees dp %d, tp %d, pp %d "
+		    "(the ranks must be dp x tp x pp)\n", argv[0], p->nranks, p->dp, p->tp, p->pp);
 		return 1;
 	}
 	if (strcmp(o.backend, "threads") != 0) {
@@ -345,7 +347,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	RankArg *args = calloc(p->nranks, sizeof *args);
 	pthread_t *th = calloc(p->nranks, sizeof *th);
 	int *ids = calloc(p->nranks, sizeof *ids);
-	/* private output buffers of the ranks other than output_rank */
+	/* private output buffers of the ranks whose TP coordinate is not 0 */
 	void ***priv = calloc(p->nranks, sizeof *priv);
 	if (!in || !out || !want || !args || !th || !ids || !priv) {
 		fprintf(stderr, "%s: out of memory\n", argv[0]);
@@ -388,7 +390,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	}
 	bool ok = alloc_outputs(p, out);
 	for (int r = 0; ok && r < p->nranks; r++)
-		if (r != p->output_rank)
+		if (r % tp != 0)
 			ok = (priv[r] = calloc(p->noutputs + 1, sizeof **priv)) && alloc_outputs(p, priv[r]);
 	if (!ok) {
 		fprintf(stderr, "%s: out of memory for the outputs\n", argv[0]);
@@ -418,7 +420,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		world = taprt_threads_world(p->nranks);
 	for (int r = 0; r < p->nranks; r++) {
 		args[r] = (RankArg){.p = &fp, .be = be, .world = world, .rank = r, .tp = tp,
-			.ids = ids, .in = in, .out = r == p->output_rank ? out : priv[r],
+			.pp = pp, .ids = ids, .in = in, .out = r % tp == 0 ? out : priv[r],
 			.iters = o.bench ? o.bench : 1, .warmup = o.bench ? o.warmup : 0};
 		if (p->nranks == 1)
 			rank_main(&args[r]);
@@ -441,7 +443,10 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	if (failed)
 		goto out;
 	if (o.bench) {
-		double ms = args[p->output_rank].ms / o.bench;
+		double ms = 0; /* the slowest rank's: the pipeline drains last */
+		for (int r = 0; r < p->nranks; r++)
+			ms = args[r].ms > ms ? args[r].ms : ms;
+		ms /= o.bench;
 		int64_t batch = p->ninputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1;
 		printf("%s: %ld iterations, %.4f ms/iteration, %.1f samples/s (batch %lld, %d rank%s)\n",
 		    p->name, o.bench, ms, ms > 0 ? batch * 1e3 / ms : 0.0, (long long)batch, p->nranks,

@@ -125,6 +125,8 @@ typedef struct taprt_ctx {
 	int tp_rank;                    /* this rank's coordinate in its TP group */
 	taprt_group tp_group;           /* the TP group's global ranks, in TP order:
 	                                 * tp_group.ranks[tp_rank] == rank */
+	int stage;                      /* this rank's pipeline stage */
+	int dp_rank;                    /* this rank's data-parallel replica */
 	int intra_threads;              /* BLAS threads per rank */
 	char error[256];                /* set with a non-zero return */
 } taprt_ctx;
@@ -171,15 +173,31 @@ typedef struct {
 	int nranks;
 	int ninputs, noutputs;
 	const taprt_io *inputs;
-	const taprt_io *outputs;
-	int output_rank;                /* which rank's outputs are the program's */
+	const taprt_io *outputs;        /* inputs and outputs at the whole batch */
 	int nfiles;
 	const char *const *files;       /* model/external data files, relative to model_dir */
 	const char *model_dir;          /* relative to the executable's directory */
 	const taprt_rank_program *const *ranks; /* nranks entries */
 	int tp;                         /* TP degree (0 or 1: none); rank r is in the TP
 	                                 * group [r - r%tp, r - r%tp + tp), tp_rank r%tp */
+	int pp;                         /* pipeline stages (0 or 1: none) */
+	int dp;                         /* data-parallel replicas (0 or 1: none) */
+	int microbatches;               /* per replica (0 or 1: none) */
 } taprt_program;
+
+/*
+ * Ranks: r = (dp_rank * pp + stage) * tp + tp_rank.  Every rank binds the
+ * whole-batch input and output buffers (cx->inputs, cx->outputs); replica d
+ * runs micro-batches d*M .. d*M+M-1, micro-batch k being rows [k*b, k*b+b)
+ * of dim 0 (b = batch / (dp*M)), and each stage writes the outputs it
+ * computes into its rows.  Only the ranks with tp_rank 0 write the
+ * program's buffers; the others get private ones (their outputs are equal).
+ */
+
+/* Point to point between pipeline stages (send is buffered, recv waits):
+ * 0, or -1 with cx->error set.  The byte count is the tensor's. */
+int taprt_send(taprt_ctx *cx, const taprt_tensor *t, int peer, int tag);
+int taprt_recv(taprt_ctx *cx, taprt_tensor *t, int peer, int tag);
 
 /* Load weights for a rank from the mapped files (called by init). */
 int taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp);

@@ -46,7 +46,7 @@ memplan_no_overlap(void)
 		Graph *g = load_fixture(fixtures[f], 4);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 		MemPlan mp;
-		emit_memplan(g, &mp);
+		emit_memplan(g, 0, &mp);
 		/* lifetime of each arena tensor: [producer, last use] in node order */
 		int nt = g->ntensors;
 		int *def = malloc(sizeof *def * nt), *end = malloc(sizeof *end * nt);

@@ -774,12 +774,16 @@ test_weights(void)
  * it loads its slice (blocks 3) of a 12-element weight, gathers
  * it back into output 0, and writes its rank into output 1, the ranks one
  * after another.  Had the ranks shared the program's output buffers, the
- * last writer would win instead of output_rank.  The tensors are per
- * thread: the ranks are threads of this process.
+ * last writer would win, whatever its TP coordinate.  The tensors are per
+ * thread: the ranks are threads of this process.  Ranks with TP coordinate
+ * 0 write the program's buffers, the others private ones, so output 1 ends
+ * up as the last such rank's: nranks - tp (with pp ranks as pipeline
+ * stages, or dp replicas, the layout is the same).
  */
 static _Thread_local taprt_tensor mw, mo0, mo1;
 static void *seen_out[MAXN];
-static int seen_tp_rank[MAXN], seen_tp_size[MAXN], seen_tp_first[MAXN];
+static int seen_tp_rank[MAXN], seen_tp_size[MAXN], seen_tp_first[MAXN], seen_stage[MAXN],
+    seen_dp[MAXN];
 
 static int
 prog_init(taprt_ctx *cx)
@@ -794,6 +798,8 @@ prog_init(taprt_ctx *cx)
 	seen_tp_rank[cx->rank] = cx->tp_rank;
 	seen_tp_size[cx->rank] = cx->tp_group.size;
 	seen_tp_first[cx->rank] = cx->tp_group.ranks[0];
+	seen_stage[cx->rank] = cx->stage;
+	seen_dp[cx->rank] = cx->dp_rank;
 	return taprt_load_weights(cx, &rp);
 }
 
@@ -823,7 +829,7 @@ static const taprt_rank_program prog_rank = {prog_init, prog_run, 0, 12 * sizeof
 
 /* Run a program of nranks ranks (TP degree tp) in dir; taprt_main's status. */
 static int
-run_main(const char *dir, int nranks, int tp, int output_rank)
+run_main(const char *dir, int nranks, int tp, int pp, int dp)
 {
 	static const taprt_io outs[] = {
 		{"gathered", TAPRT_F32, 1, {12}},
@@ -834,8 +840,8 @@ run_main(const char *dir, int nranks, int tp, int output_rank)
 	for (int r = 0; r < MAXN; r++)
 		ranks[r] = &prog_rank;
 	taprt_program p = {.name = "tp", .nranks = nranks, .noutputs = 2, .outputs = outs,
-		.output_rank = output_rank, .nfiles = 1, .files = files, .model_dir = dir,
-		.ranks = ranks, .tp = tp};
+		.nfiles = 1, .files = files, .model_dir = dir, .ranks = ranks, .tp = tp, .pp = pp,
+		.dp = dp};
 	char *argv[] = {"tp", "--inputs", (char *)dir, "--outputs", (char *)dir, NULL};
 	memset(seen_out, 0, sizeof seen_out);
 	return taprt_main(5, argv, &p);
@@ -849,11 +855,12 @@ test_main(void)
 	wfile_put(&wf, TAPRT_F32, 12, 7);
 	fclose(wf.f);
 	static const struct {
-		int nranks, tp, output_rank;
-	} cases[] = {{1, 0, 0}, {1, 1, 0}, {2, 2, 1}, {4, 2, 1}, {4, 4, 2}, {4, 2, 0}, {4, 1, 3}};
+		int nranks, tp, pp, dp;
+	} cases[] = {{1, 0, 0, 0}, {1, 1, 1, 1}, {2, 2, 0, 0}, {4, 2, 2, 0}, {4, 4, 1, 1},
+		{4, 2, 0, 2}, {4, 1, 4, 0}, {8, 2, 2, 2}};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		int n = cases[c].nranks, tp = cases[c].tp > 1 ? cases[c].tp : 1;
-		int rc = run_main(wf.dir, n, cases[c].tp, cases[c].output_rank);
+		int rc = run_main(wf.dir, n, cases[c].tp, cases[c].pp, cases[c].dp);
 		CU_ASSERT_EQUAL_FATAL(rc, 0);
 		char path[160], err[300];
 		taprt_pb o0, o1;
@@ -863,23 +870,27 @@ test_main(void)
 		CU_ASSERT_EQUAL_FATAL(taprt_pb_read(path, &o1, err, sizeof err), 0);
 		for (int k = 0; k < 12; k++)
 			CU_ASSERT_EQUAL(((float *)o0.data)[k], (float)val(7, 0, k));
-		CU_ASSERT_EQUAL(((float *)o1.data)[0], (float)(100 + cases[c].output_rank));
+		CU_ASSERT_EQUAL(((float *)o1.data)[0], (float)(100 + n - tp));
 		free(o0.data);
 		free(o1.data);
+		int pp = cases[c].pp > 1 ? cases[c].pp : 1;
 		for (int r = 0; r < n; r++) {
 			CU_ASSERT_EQUAL(seen_tp_rank[r], r % tp);
 			CU_ASSERT_EQUAL(seen_tp_size[r], tp);
 			CU_ASSERT_EQUAL(seen_tp_first[r], r - r % tp);
+			CU_ASSERT_EQUAL(seen_stage[r], r / tp % pp);
+			CU_ASSERT_EQUAL(seen_dp[r], r / (tp * pp));
+			/* the program's buffers for TP coordinate 0, private ones otherwise */
 			for (int s = 0; s < r; s++)
-				CU_ASSERT(seen_out[r] != seen_out[s]);
+				CU_ASSERT_EQUAL(seen_out[r] == seen_out[s], r % tp == 0 && s % tp == 0);
 		}
 	}
-	/* ranks that are not a multiple of the TP degree: a clean failure */
+	/* ranks that are not dp x tp x pp: a clean failure */
 	fflush(stderr);
 	int saved = dup(2), null = open("/dev/null", O_WRONLY);
 	dup2(null, 2);
-	int rc3 = run_main(wf.dir, 3, 2, 0), rcneg = run_main(wf.dir, 2, -1, 0);
-	int rcout = run_main(wf.dir, 2, 2, 2);
+	int rc3 = run_main(wf.dir, 3, 2, 0, 0), rcneg = run_main(wf.dir, 2, -1, 0, 0);
+	int rcout = run_main(wf.dir, 4, 2, 1, 3);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
