@@ -47,11 +47,13 @@ static cl::opt<long long> MaxModelSize("max-model-size", cl::desc("Refuse model 
     cl::value_desc("bytes"), cl::init(0), cl::cat(Cat));
 static cl::opt<int> MinDuplicate("min-duplicate", cl::desc("fold-scopes: a block must repeat at least N times to become a template (default 2)"),
     cl::value_desc("N"), cl::init(2), cl::cat(Cat));
-static cl::opt<int> TP("tp", cl::desc("Force the tensor-parallel degree (default: every device of the mesh)"),
+static cl::opt<int> DP("dp", cl::desc("Force the data-parallel degree: replicas, each with batch/N of the batch (default: Megatron's rule)"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
-static cl::opt<int> PP("pp", cl::desc("Pipeline stages: plan a pipeline of N stages (planning only in this version: -emit=ir|plan|schedule)"),
+static cl::opt<int> TP("tp", cl::desc("Force the tensor-parallel degree (default: Megatron's rule, inside a mesh row)"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
-static cl::opt<int> Microbatches("microbatches", cl::desc("Micro-batches per iteration for the pipeline plan (default: the largest divisor of the batch up to 2 x stages)"),
+static cl::opt<int> PP("pp", cl::desc("Force the pipeline degree: N stages (default: Megatron's rule, across mesh rows)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+static cl::opt<int> Microbatches("microbatches", cl::desc("Micro-batches per replica per iteration (default: the largest divisor of the replica's batch up to 2 x stages; 1 without a pipeline)"),
     cl::value_desc("M"), cl::init(0), cl::cat(Cat));
 static cl::opt<std::string> Cost("cost", cl::desc("Cost model constants: flops, bw_intra, bw_inter, latency, memory, objective=train|infer (docs/tensor-parallel.md)"),
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
@@ -101,6 +103,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->max_model_size = MaxModelSize;
 	o->list_passes = ListPasses;
 	o->min_duplicate = MinDuplicate;
+	o->dp = DP;
 	o->tp = TP;
 	o->pp = PP;
 	o->microbatches = Microbatches;

@@ -31,8 +31,9 @@ typedef struct {
 	int64_t max_model_size;
 	bool list_passes;
 	int min_duplicate;              /* -min-duplicate=N */
-	int tp;                         /* -tp=N, 0 = every device */
-	int pp;                         /* -pp=N, 0 = no pipeline */
+	int dp;                         /* -dp=N, 0 = the degree rule's */
+	int tp;                         /* -tp=N, 0 = the degree rule's */
+	int pp;                         /* -pp=N, 0 = the degree rule's */
 	int microbatches;               /* -microbatches=M, 0 = default */
 	const char *cost;               /* -cost=key=value,... */
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */

@@ -17,6 +17,7 @@
 #include "backend/emit.h"
 #include "frontend/cl.h"
 #include "frontend/onnx.h"
+#include "passes/degrees.h"
 #include "passes/passes.h"
 #include "passes/pipeline.h"
 
@@ -161,10 +162,7 @@ write_to(FILE *f, const Writer *w)
 		write_schedule(f, w->g, w->eo->program);
 		return;
 	}
-	MemPlan mp;
-	emit_memplan(w->g, &mp);
-	emit_plan(f, w->g, w->eo, &mp);
-	emit_memplan_free(&mp);
+	emit_plan(f, w->g, w->eo);
 }
 
 /* Write the IR or plan to path through a temporary sibling renamed into
@@ -244,11 +242,7 @@ emit(Graph *g, const TapcOptions *o)
 		if (!*dep)
 			snprintf(dep, sizeof dep, "%.*s.d", (int)len, o->output);
 	}
-	if (strcmp(o->emit, "c") == 0 && g->nstages > 1) {
-		diag_error("-pp=%d: pipeline programs are not generated yet; -emit=ir, -emit=plan and "
-		    "-emit=schedule show the plan", g->nstages);
-		ok = false;
-	} else if (strcmp(o->emit, "schedule") == 0 && g->nstages < 2) {
+	if (strcmp(o->emit, "schedule") == 0 && g->nstages < 2) {
 		diag_error("-emit=schedule draws a pipeline: give -pp=N with N >= 2");
 		ok = false;
 	} else if (strcmp(o->emit, "c") == 0) {
@@ -260,6 +254,108 @@ emit(Graph *g, const TapcOptions *o)
 	}
 	free(name);
 	return ok;
+}
+
+/* Does every input and output of g (at the batch) reappear in m (at the
+ * micro-batch) with dim 0 scaled and the other dims equal? */
+static bool
+batch_rows(const Graph *g, const Graph *m, int64_t batch, int64_t micro)
+{
+	for (int k = 0; k < 2; k++) {
+		int n = k ? g->noutputs : g->ninputs;
+		if (n != (k ? m->noutputs : m->ninputs))
+			return false;
+		for (int i = 0; i < n; i++) {
+			const Tensor *a = &g->tensors[k ? g->outputs[i] : g->inputs[i]];
+			const Tensor *b = &m->tensors[k ? m->outputs[i] : m->inputs[i]];
+			bool same = a->rank >= 1 && a->rank == b->rank && a->dims[0] == batch &&
+			    b->dims[0] == micro;
+			for (int d = 1; same && d < a->rank; d++)
+				same = a->dims[d] == b->dims[d];
+			if (!same) {
+				char ta[IR_TYPESTR], tb[IR_TYPESTR];
+				diag_error("%s: %s '%s' is %s at batch %lld but %s at batch %lld: data "
+				    "parallelism and micro-batches need the batch as dim 0 of every input "
+				    "and output", g->model, k ? "output" : "input", a->name, ir_typestr(a, ta),
+				    (long long)batch, ir_typestr(b, tb), (long long)micro);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/*
+ * The degrees and micro-batches (passes/degrees.c): probe the model for the
+ * facts Megatron's rule needs (a second load through fold-scopes and
+ * pipe-shard), choose, and when replicas or micro-batches split the batch,
+ * load the model again at the micro-batch size, so every shape and folded
+ * constant is a micro-batch's.  Returns the graph to compile (g, or its
+ * reload) or NULL after a diag error (g freed).
+ */
+static Graph *
+choose_degrees(Graph *g, const TapcOptions *o, const DegreeRequest *req, PassCtx *cx, bool is_ir)
+{
+	ModelFacts facts;
+	degrees_facts(g, &facts);
+	int devices = cx->mesh.rows * cx->mesh.cols;
+	bool any = devices > 1 || req->microbatches > 1;
+	OnnxOptions lo = {.max_size = o->max_model_size, .batch = o->batch};
+	if (any && !is_ir) { /* the probe */
+		Graph *p = onnx_load(o->input, &lo);
+		PassCtx pc = {.min_duplicate = o->min_duplicate, .mesh = {1, 2, 1, 1, 2}};
+		PassOptions po = {.print_before = "", .print_after = "", .stop_after = "",
+			.ir_dump_dir = "", .print_stream = stderr};
+		if (!p || !pass_run_pipeline(p, &pc, "verify,fold-constants,strip-aux,graph-nodes,"
+		    "fold-scopes,pipe-shard", &po)) {
+			if (p)
+				ir_free(p);
+			ir_free(g);
+			return NULL;
+		}
+		degrees_facts(p, &facts);
+		ir_free(p);
+	}
+	Mesh m;
+	int micro;
+	char rule[1024];
+	if (!any) {
+		m = cx->mesh;
+		micro = 1;
+	} else if (!degrees_choose(&cx->mesh, req, &facts, g->model, &m, &micro, rule, sizeof rule)) {
+		ir_free(g);
+		return NULL;
+	}
+	int64_t split = (int64_t)(m.dp > 1 ? m.dp : 1) * micro;
+	if (split > 1 && is_ir) {
+		diag_error("%s: replicas and micro-batches (dp %d x %d) need the ONNX model, loaded at "
+		    "the micro-batch size; an IR file without degrees has one batch", g->model, m.dp, micro);
+		ir_free(g);
+		return NULL;
+	}
+	if (split > 1) {
+		lo.batch = facts.batch / split;
+		Graph *r = onnx_load(o->input, &lo);
+		bool same = r && batch_rows(g, r, facts.batch, lo.batch);
+		ir_free(g);
+		if (!same) {
+			if (r)
+				ir_free(r);
+			return NULL;
+		}
+		g = r;
+	}
+	if (any) {
+		g->mesh = m;
+		g->microbatches = micro;
+		g->degree_rule = ir_strdup(&g->arena, rule);
+		cx->mesh = m;
+		cx->microbatches = micro;
+	} else {
+		g->mesh.rows = cx->mesh.rows;
+		g->mesh.cols = cx->mesh.cols;
+	}
+	return g;
 }
 
 int
@@ -297,25 +393,14 @@ main(int argc, char **argv)
 		    "latency, memory (positive numbers) or objective=train|infer", bad);
 		ok = false;
 	}
-	if (ok) { /* the degrees: tp x pp devices (data parallelism comes later) */
-		int devices = cx.mesh.rows * cx.mesh.cols, pp = o.pp ? o.pp : 1;
-		if ((o.tp > 0 || o.pp > 0) && devices == 1) /* -tp/-pp alone: a 1 x (tp pp) mesh */
-			devices = cx.mesh.cols = (o.tp > 0 ? o.tp : 1) * pp;
-		int tp = o.tp ? o.tp : (pp > 0 && devices % pp == 0 ? devices / pp : 0);
-		if (o.tp < 0 || o.pp < 0 || tp < 1 || tp * pp != devices) {
-			diag_error("-tp=%d -pp=%d: the mesh has %d device%s; the tensor-parallel and "
-			    "pipeline degrees must multiply to that (data parallelism is not implemented yet)",
-			    tp, pp, devices, devices == 1 ? "" : "s");
-			ok = false;
-		}
-		cx.mesh.tp = tp;
-		cx.mesh.pp = pp;
-		cx.microbatches = o.microbatches;
-		if (o.microbatches < 0) {
-			diag_error("-microbatches=%d: expected a positive count", o.microbatches);
-			ok = false;
-		}
+	DegreeRequest req = {.dp = o.dp, .tp = o.tp, .pp = o.pp, .microbatches = o.microbatches};
+	if (o.dp < 0 || o.tp < 0 || o.pp < 0 || o.microbatches < 0) {
+		diag_error("-dp=%d -tp=%d -pp=%d -microbatches=%d: degrees and micro-batches are "
+		    "positive counts", o.dp, o.tp, o.pp, o.microbatches);
+		ok = false;
 	}
+	if (ok && cx.mesh.rows * cx.mesh.cols == 1 && (o.dp > 0 || o.tp > 0 || o.pp > 0))
+		cx.mesh.cols = (o.dp > 0 ? o.dp : 1) * (o.tp > 0 ? o.tp : 1) * (o.pp > 0 ? o.pp : 1);
 	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0 &&
 	    strcmp(o.emit, "schedule") != 0) {
 		diag_error("-emit=%s: expected c, ir, plan or schedule", o.emit);
@@ -343,7 +428,8 @@ main(int argc, char **argv)
 	Graph *g;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (ends_with(o.input, ".ir")) {
+	bool is_ir = ends_with(o.input, ".ir");
+	if (is_ir) {
 		if (o.batch) {
 			diag_error("-batch applies to ONNX models, not to IR files");
 			return 1;
@@ -355,25 +441,14 @@ main(int argc, char **argv)
 	}
 	if (!g)
 		return 1;
+	if (is_ir && g->mesh.dp) { /* an IR file that carries its degrees keeps them */
+		cx.mesh = g->mesh;
+		cx.microbatches = g->microbatches > 1 ? g->microbatches : 1;
+	} else if (!(g = choose_degrees(g, &o, &req, &cx, is_ir))) {
+		return 1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
-	if (cx.mesh.pp > 1) { /* micro-batches divide the batch (dim 0 of the inputs) */
-		int64_t batch = g->ninputs && g->tensors[g->inputs[0]].rank > 0 ?
-		    g->tensors[g->inputs[0]].dims[0] : 1;
-		if (cx.microbatches && batch % cx.microbatches != 0) {
-			diag_error("-microbatches=%d does not divide the batch %lld (-batch=N sets it)",
-			    cx.microbatches, (long long)batch);
-			ir_free(g);
-			return 1;
-		}
-		for (int m = 2 * cx.mesh.pp; !cx.microbatches && m >= 1; m--)
-			if (batch % m == 0)
-				cx.microbatches = m;
-	}
-	if (!g->mesh.dp) { /* an IR file that carries its degrees keeps its mesh */
-		g->mesh.rows = cx.mesh.rows;
-		g->mesh.cols = cx.mesh.cols;
-	}
 	g->cost = cost;
 	PassOptions po = {
 		.print_before = o.print_before,

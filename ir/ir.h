@@ -263,6 +263,7 @@ typedef struct Graph {
 	int ops_loaded;                 /* node count as loaded, before any pass */
 
 	Mesh mesh;
+	const char *degree_rule;        /* why these degrees (plan.json), or NULL */
 	CostModel cost;
 
 	/* tp-plan's record (plan.json) */

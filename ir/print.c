@@ -307,6 +307,8 @@ print_graph(FILE *f, Graph *g)
 	if (g->mesh.dp) /* once the degrees are chosen */
 		fprintf(f, " mesh=%dx%d dp=%d tp=%d pp=%d", g->mesh.rows, g->mesh.cols,
 		    g->mesh.dp, g->mesh.tp, g->mesh.pp);
+	if (g->mesh.dp && g->microbatches > 1) /* shapes are a micro-batch's */
+		fprintf(f, " microbatches=%d", g->microbatches);
 	fputc('\n', f);
 
 	for (int i = 0; i < g->ninputs; i++)

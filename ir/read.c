@@ -1013,7 +1013,7 @@ parse_output(Reader *r)
 	ir_add_output(r->g, t);
 }
 
-/* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2' */
+/* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2 microbatches=4' */
 static void
 parse_header(Reader *r)
 {
@@ -1021,14 +1021,15 @@ parse_header(Reader *r)
 	if (!consume_word(r, "graph"))
 		error(r, "expected 'graph' header, found %s", found(r));
 	g->name = parse_string(r, "quoted graph name");
-	bool seen[6] = {0};
-	static const char *keys[] = {"model", "opset", "mesh", "dp", "tp", "pp"};
+	bool seen[7] = {0};
+	static const char *keys[] = {"model", "opset", "mesh", "dp", "tp", "pp", "microbatches"};
 	while (!at_end(r)) {
 		int k = 0;
-		while (k < 6 && !consume_word(r, keys[k]))
+		while (k < 7 && !consume_word(r, keys[k]))
 			k++;
-		if (k == 6)
-			error(r, "expected model=, opset=, mesh=, dp=, tp= or pp=, found %s", found(r));
+		if (k == 7)
+			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp= or microbatches=, found %s",
+			    found(r));
 		if (seen[k])
 			error(r, "duplicate %s= in header", keys[k]);
 		seen[k] = true;
@@ -1060,6 +1061,7 @@ parse_header(Reader *r)
 		case 3: g->mesh.dp = (int)parse_int(r, "dp", 0, INT_MAX); break;
 		case 4: g->mesh.tp = (int)parse_int(r, "tp", 0, INT_MAX); break;
 		case 5: g->mesh.pp = (int)parse_int(r, "pp", 0, INT_MAX); break;
+		case 6: g->microbatches = (int)parse_int(r, "microbatches", 1, INT_MAX); break;
 		}
 	}
 }

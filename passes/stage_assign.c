@@ -127,7 +127,7 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		int j = nd->subgraph;
-		f[j] += ((double)ir_node_flops(g, n) / cm->flops + coll_cost(g, n, tp, bw_tp)) / M;
+		f[j] += ((double)ir_node_flops(g, n) / cm->flops + coll_cost(g, n, tp, bw_tp));
 		for (int i = 0; i < nd->nin; i++) {
 			TensorId t = nd->in[i];
 			if (t == IR_NONE)
@@ -146,7 +146,7 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 				if (g->nodes[g->users[t][u]].subgraph > last)
 					last = g->nodes[g->users[t][u]].subgraph;
 			for (int c = j; c < last; c++) /* crosses the cuts after j .. last-1 */
-				cross[c] += (double)ir_nbytes(&g->tensors[t]) / M;
+				cross[c] += (double)ir_nbytes(&g->tensors[t]);
 		}
 	}
 	for (int j = 0; j < nsub; j++) {
@@ -201,7 +201,7 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	}
 	g->nsubgraphs = nsub;
 	g->nstages = k;
-	g->mesh.dp = 1;
+	g->mesh.dp = cx->mesh.dp > 1 ? cx->mesh.dp : 1;
 	g->mesh.tp = tp;
 	g->mesh.pp = k;
 	g->microbatches = M;

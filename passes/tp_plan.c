@@ -307,7 +307,7 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 	g->tp_cost = note_plan(s, &mem);
 	g->tp_memory = mem * (g->cost.train ? 4 : 1);
 	g->mesh.tp = tp;
-	g->mesh.dp = 1;
+	g->mesh.dp = cx->mesh.dp > 1 ? cx->mesh.dp : 1;
 	g->mesh.pp = cx->mesh.pp > 1 ? cx->mesh.pp : 1;
 	free(greg);
 	free(rstart);

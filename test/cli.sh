@@ -54,8 +54,13 @@ expect 0 "-tp=2 alone is a 1x2 mesh" "$TAPC" $gpt -tp=2 -emit=ir
 check "-tp=2: the header" has "$tmp/out" "mesh=1x2 dp=1 tp=2 pp=1"
 check "-tp=2: collectives in the IR" has "$tmp/out" "= AllReduce "
 check "-tp=2: sliced weights" has "$tmp/out" "slice=1/2 blocks=3"
-expect 1 "-tp must use every device" "$TAPC" $gpt -mesh 1x4 -tp=2 -emit=ir
+expect 1 "-tp must divide the devices" "$TAPC" $gpt -mesh 1x4 -tp=3 -emit=ir
 check "-tp mismatch: message" has "$tmp/err" "degrees must multiply to that"
+expect 0 "-tp=2 on 1x4: the rule places the rest" "$TAPC" $gpt -mesh 1x4 -tp=2 -emit=ir
+check "... batch 1: pipeline stages" has "$tmp/out" "mesh=1x4 dp=1 tp=2 pp=2"
+expect 0 "-tp=2 on 1x4 at batch 4" "$TAPC" $gpt -mesh 1x4 -tp=2 -batch=4 -emit=ir
+check "... replicas, each at half the batch" has "$tmp/out" "mesh=1x4 dp=2 tp=2 pp=1"
+check "... shapes are a replica's" has "$tmp/out" 'f32\[2,16,128\]'
 expect 1 "-tp negative" "$TAPC" $gpt -tp=-1 -emit=ir
 expect 1 "-cost unknown key" "$TAPC" $gpt -cost=speed=3 -emit=ir
 check "-cost: message names the item" has "$tmp/err" "'speed=3'"
@@ -89,10 +94,42 @@ expect 0 "-tp=2 -pp=2 on 1x4" "$TAPC" $gpt -mesh 1x4 -tp=2 -pp=2 -batch=8 -emit=
 check "plan.json: the stage table" has "$tmp/out" '"stage_table"'
 check "plan.json: the even split baseline" has "$tmp/out" '"megatron_even_split"'
 expect 1 "-tp x -pp must cover the mesh" "$TAPC" $gpt -mesh 1x4 -tp=2 -pp=3 -emit=ir
-expect 1 "-pp with -emit=c is refused for now" "$TAPC" $gpt -pp=2 -o "$tmp/ppout"
-check "... message" has "$tmp/err" "pipeline programs are not generated yet"
-check "... nothing written" sh -c "[ ! -e '$tmp/ppout' ]"
 expect 1 "-microbatches must divide the batch" "$TAPC" $gpt -pp=2 -batch=6 -microbatches=4 -emit=ir
+check "... message" has "$tmp/err" "does not divide a replica's batch 6"
+expect 0 "-microbatches=4: shapes are a micro-batch's" "$TAPC" $gpt -pp=2 -batch=8 -microbatches=4 -emit=ir
+check "... the header" has "$tmp/out" "mesh=1x2 dp=1 tp=1 pp=2 microbatches=4"
+check "... the logits" has "$tmp/out" 'f32\[2,16,128\]'
+cp "$tmp/out" "$tmp/mb.ir"
+expect 0 "... the dump reads back" "$TAPC" "$tmp/mb.ir" -passes=verify -emit=ir -o "$tmp/mb2.ir"
+check "... byte for byte" cmp -s "$tmp/mb.ir" "$tmp/mb2.ir"
+
+# data parallelism and the degree rule
+expect 0 "-dp=2 alone is a 1x2 mesh" "$TAPC" $gpt -dp=2 -batch=4 -emit=ir
+check "-dp=2: the header" has "$tmp/out" "mesh=1x2 dp=2 tp=1 pp=1"
+check "-dp=2: a replica's shapes" has "$tmp/out" 'f32\[2,16,128\]'
+expect 1 "-dp must divide the batch" "$TAPC" $gpt -dp=2 -emit=ir
+check "... message" has "$tmp/err" "-dp=2 does not divide the batch 1"
+expect 1 "-dp -tp -pp must multiply to the mesh" "$TAPC" $gpt -mesh 2x4 -dp=2 -tp=2 -pp=1 -emit=ir
+expect 1 "-dp negative" "$TAPC" $gpt -dp=-2 -emit=ir
+expect 1 "no room for the devices" "$TAPC" $mlp -mesh 1x8 -tp=2 -pp=2 -emit=ir
+check "... message" has "$tmp/err" "does not split into 2 data-parallel replicas"
+expect 0 "Megatron's rule on 2x8" "$TAPC" $gpt -mesh 2x8 -batch=4 -emit=plan
+check "... TP inside a row up to the heads" has "$tmp/out" '"dp": 2, "tp": 4, "pp": 2, "microbatches": 2'
+check "... plan.json says which rule" has "$tmp/out" "\"rule\": \"Megatron's rule: tp 4 inside a mesh row of 8"
+check "... 16 ranks" has "$tmp/out" '"rank": 15, "dp": 1, "tp": 3, "stage": 1'
+expect 0 "Megatron's rule on 2x8 at batch 1" "$TAPC" $gpt -mesh 2x8 -emit=plan
+check "... more stages instead of replicas" has "$tmp/out" '"dp": 1, "tp": 4, "pp": 4'
+check "... and says so" has "$tmp/out" "splits into 1 replica only, so the others go to more pipeline stages (pp 4)"
+expect 0 "-dp=2 -pp=2 -tp=2 on 2x4" "$TAPC" $gpt -mesh 2x4 -dp=2 -pp=2 -tp=2 -batch=4 -o "$tmp/3d"
+for f in stage0.c stage1.c; do
+	check "-emit=c wrote $f" test -f "$tmp/3d/$f"
+done
+check "... rank 5 builds from stage 0" has "$tmp/3d/Makefile" "rank5.o: stage0.c"
+check "... rank 7 from stage 1" has "$tmp/3d/Makefile" "rank7.o: stage1.c"
+check "... stage 0 sends to stage 1" has "$tmp/3d/stage0.c" "taprt_send(cx, &T\[[0-9]*\], cx->rank + 2,"
+check "... stage 1 receives" has "$tmp/3d/stage1.c" "taprt_recv(cx, &T\[[0-9]*\], cx->rank - 2,"
+check "... the program table" has "$tmp/3d/main.c" ".dp = 2,"
+check "... the stage table lists both replicas" has "$tmp/3d/plan.json" '"ranks": \[2, 3, 6, 7\]'
 expect 0 "-emit=schedule" "$TAPC" $gpt -mesh 1x4 -pp=4 -batch=8 -emit=schedule -o "$tmp/s.svg"
 check "-emit=schedule: an SVG" sh -c "head -c 5 '$tmp/s.svg' | grep -q '<svg '"
 check "-emit=schedule: a box per micro-batch forward and backward" \
@@ -131,7 +168,7 @@ check "-o file is the IR" has "$tmp/outdir/x.ir" '^graph "'
 check "-o leaves no temporary" sh -c "[ \$(ls -A '$tmp/outdir' | wc -l) = 1 ]"
 # -emit=c: a directory, replaced only when it is a previous tapc output
 expect 0 "-emit=c writes a directory" "$TAPC" $mlp -o "$tmp/prog"
-for f in Makefile main.c rank0.c plan.json; do
+for f in Makefile main.c stage0.c plan.json; do
 	check "-emit=c wrote $f" test -f "$tmp/prog/$f"
 done
 check "plan.json has a format version" has "$tmp/prog/plan.json" '"format_version": 1'

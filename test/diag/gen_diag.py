@@ -381,6 +381,14 @@ def cases_file():
         outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])),
         "node 'mm' (MatMul): input 1 is f32[4,5], expected [3,N]")
 
+    # replicas need the batch as dim 0 of every output: a sum over the batch
+    case("batch_reduced", make_model(tiny_graph(
+        nodes=[helper.make_node("ReduceMax", ["x"], ["y"], name="max", axes=[0], keepdims=0)],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])),
+        "output 'y' is f32[4] at batch 2 but f32[4] at batch 1: data parallelism and "
+        "micro-batches need the batch as dim 0 of every input and output", ["-dp=2", "-batch=2"])
+
 
 def read_ld(b):
     """Split key + length off a length-delimited field; returns (key, body)."""

@@ -396,7 +396,7 @@ static const struct {
 	{"graph \"g\" opset=1 opset=2\n", "line 1: duplicate opset= in header"},
 	{"graph \"g\" mesh=0x2\n", "line 1: mesh rows and columns must be at least 1"},
 	{"graph \"g\" color=1\n",
-	    "line 1: expected model=, opset=, mesh=, dp=, tp= or pp=, found 'color'"},
+	    "line 1: expected model=, opset=, mesh=, dp=, tp=, pp= or microbatches=, found 'color'"},
 	{"graph \"g\n", "line 1: unterminated string"},
 	{"graph \"g\\q\"\n", "line 1: unknown escape '\\q' in string"},
 	{"graph \"g\\x00\"\n", "line 1: string contains a NUL byte"},
