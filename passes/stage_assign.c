@@ -6,8 +6,8 @@
  * Needs: pipe-shard (Node.subgraph); tp-rewrite when TP is on (costs are
  * then a rank's: local shapes, its collectives).  Per subgraph, the forward
  * time of one micro-batch is its FLOPs at CostModel.flops plus its
- * collectives, divided by the micro-batch count (shapes are the whole
- * batch's until micro-batched code generation exists); backward is twice
+ * collectives (the driver loaded the model at the micro-batch size, so the
+ * shapes are a micro-batch's); backward is twice
  * the forward for objective=train, none for infer.  A cut costs the bytes
  * crossing it over the link between the two stages' ranks, plus latency.
  * Candidates: AMP's pipe_dp, AutoPipe's planner, and Megatron's even split
@@ -37,7 +37,7 @@ coll_cost(Graph *g, NodeId n, int tp, double bw)
 	    ir_cost_allgather(&g->cost, tp, bw, bytes);
 }
 
-/* Row of the mesh a stage's ranks sit in (dp = 1: rank = stage * tp + q). */
+/* Row of the mesh a stage's ranks sit in (replica 0's: rank = stage * tp + q). */
 static int
 row_of(Graph *g, int stage, int tp)
 {

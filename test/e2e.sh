@@ -1,46 +1,62 @@
 #!/bin/sh
 # e2e.sh - every fixture compiled, built and checked against its reference.
 #
-# For each test/e2e/NAME and each mesh of MESHES (default 1x1 1x2 1x4: one
-# rank, then tensor parallelism over 2 and 4): `tapc model.onnx -mesh M -o
-# OUT`, `make -C OUT`, `OUT/model --check test_data_set_0` (batch 1, the
-# default) and, recompiled with -batch=4, `--check test_data_set_1`, at
-# rtol 1e-4 / atol 1e-5.  The references come from torch
-# (test/e2e/gen_fixtures.py), cross-checked with onnxruntime, so every
-# multi-rank program is checked against the framework, not against tapc's
-# one-rank output.  Then, since the cost model picks only one plan per
-# fixture, RANDOM_SEEDS (default 1 2 3) more plans per mesh of RANDOM_MESHES
-# (default 1x2 1x4), drawn uniformly from the valid ones (-tp-random=SEED),
-# must pass the same check: every sharding pattern the router accepts has
-# to compute the model.  Last, plans forced by editing tp-plan's dump (the
-# traps of docs/tensor-parallel.md: a tied table split two ways, a split
-# residual stream reaching LayerNorm) are rewritten, built and checked.
+# For each test/e2e/NAME and each mesh of MESHES (default 1x1 1x2 1x4 2x2
+# 2x4 2x8), with the degrees tapc chooses (Megatron's rule: tensor
+# parallelism inside a mesh row, pipeline stages across rows, data
+# parallelism for the rest): `tapc model.onnx -mesh M -o OUT`, `make -C
+# OUT`, `OUT/model --check test_data_set_0` (batch 1, the default) and,
+# recompiled with -batch=4, `--check test_data_set_1`, at rtol 1e-4 / atol
+# 1e-5.  Then pipelines forced where the rule would pick tensor
+# parallelism: -pp=2 on 1x2 and -pp=4 on 1x4 (or as many stages as the
+# model has subgraphs, when fewer: 1xN -pp=N), both batches; and the 3D
+# plan -dp=2 -pp=2 -tp=2 on 2x4 at batch 4 (two replicas of two micro-
+# batches).  The references come from torch (test/e2e/gen_fixtures.py),
+# cross-checked with onnxruntime, so every multi-rank program is checked
+# against the framework, not against tapc's one-rank output.  Then, since
+# the cost model picks only one plan per fixture, RANDOM_SEEDS (default 1
+# 2 3) more plans per mesh of RANDOM_MESHES (default 1x2 1x4), drawn
+# uniformly from the valid ones (-tp-random=SEED), must pass the same
+# check: every sharding pattern the router accepts has to compute the
+# model.  Last, plans forced by editing tp-plan's dump (the traps of
+# docs/tensor-parallel.md: a tied table split two ways, a split residual
+# stream reaching LayerNorm) are rewritten, built and checked.
 . "$srcdir/test/lib.sh"
 cd "$srcdir"
 for m in test/e2e/*/model.onnx; do
 	dir=$(dirname "$m")
 	name=$(basename "$dir")
+	# the most stages this model has (stage-assign: "cuts into only N")
+	pp4=4
+	if ! "$TAPC" "$m" -mesh 1x4 -pp=4 -emit=plan -o /dev/null 2>"$tmp/err"; then
+		pp4=$(sed -n 's/.*cuts into only \([0-9]*\) pipeline subgraphs.*/\1/p' "$tmp/err")
+		[ -n "$pp4" ] || { fail "$name: -pp=4: $(head -1 "$tmp/err")"; pp4=4; }
+	fi
 	runs=""
-	for mesh in ${MESHES:-1x1 1x2 1x4}; do
-		runs="$runs $mesh:0:0 $mesh:1:0"
+	for mesh in ${MESHES:-1x1 1x2 1x4 2x2 2x4 2x8}; do
+		runs="$runs $mesh:0:0: $mesh:1:0:"
 	done
+	runs="$runs 1x2:0:0:-pp=2 1x2:1:0:-pp=2 1x$pp4:0:0:-pp=$pp4 1x$pp4:1:0:-pp=$pp4"
+	runs="$runs 2x4:1:0:-dp=2,-pp=2,-tp=2"
 	for mesh in ${RANDOM_MESHES:-1x2 1x4}; do
 		for seed in ${RANDOM_SEEDS:-1 2 3}; do
-			runs="$runs $mesh:0:$seed"
+			runs="$runs $mesh:0:$seed:"
 		done
 	done
 	for run in $runs; do
-		mesh=${run%%:*}; set=${run#*:}; seed=${set#*:}; set=${set%%:*}
+		mesh=${run%%:*}; rest=${run#*:}; set=${rest%%:*}; rest=${rest#*:}
+		seed=${rest%%:*}; flags=$(echo "${rest#*:}" | tr , ' ')
 		out="$tmp/$name-$mesh-$set-$seed"
 		batch=""
 		[ $set = 1 ] && batch=-batch=4
 		random=""
 		[ $seed != 0 ] && random=-tp-random=$seed
-		what="$name mesh $mesh test_data_set_$set${random:+ random plan $seed}"
-		if ! "$TAPC" "$m" -mesh "$mesh" $batch $random -o "$out" 2>"$tmp/err"; then
+		what="$name mesh $mesh${flags:+ $flags} test_data_set_$set${random:+ random plan $seed}"
+		if ! "$TAPC" "$m" -mesh "$mesh" $flags $batch $random -o "$out" 2>"$tmp/err"; then
 			fail "$what: tapc: $(head -1 "$tmp/err")"
 			continue
 		fi
+		what="$what ($(sed -n 's/.*"degrees": {"dp": \([0-9]*\), "tp": \([0-9]*\), "pp": \([0-9]*\), "microbatches": \([0-9]*\).*/dp \1 tp \2 pp \3 x\4/p' "$out/plan.json"))"
 		if ! make -s -C "$out" >"$tmp/err" 2>&1; then
 			fail "$what: make"; head -5 "$tmp/err"
 			continue

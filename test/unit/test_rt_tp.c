@@ -767,6 +767,58 @@ test_weights(void)
 	wfile_close(&wf);
 }
 
+/* ------------------------------------------------------ stage transfers */
+
+/*
+ * taprt_send/taprt_recv as a 3-stage pipeline uses them: stage 0 sends two
+ * micro-batches of one tensor (same tag), stage 1 receives them in order,
+ * adds 1 and passes them on, stage 2 checks; the send runs ahead (buffered).
+ * Then the errors: no such peer, a size the sender did not send.
+ */
+static void
+p2p_rank(Run *t, taprt_ctx *cx)
+{
+	float buf[5];
+	taprt_tensor x = rt_tensor(TAPRT_F32, buf, 1, DIMS(5));
+	int r = cx->rank;
+	for (int m = 0; m < 2; m++) {
+		if (r == 0) {
+			for (int i = 0; i < 5; i++)
+				buf[i] = (float)(10 * m + i);
+			RANK_CHECK(t, r, taprt_send(cx, &x, 1, 7) == 0, "send: %s", cx->error);
+		} else {
+			RANK_CHECK(t, r, taprt_recv(cx, &x, r - 1, 7) == 0, "recv: %s", cx->error);
+			for (int i = 0; i < 5; i++)
+				RANK_CHECK(t, r, buf[i] == (float)(10 * m + i + r - 1),
+				    "micro-batch %d element %d: %g", m, i, buf[i]);
+			for (int i = 0; i < 5; i++)
+				buf[i] += 1;
+			if (r == 1)
+				RANK_CHECK(t, r, taprt_send(cx, &x, 2, 7) == 0, "send: %s", cx->error);
+		}
+	}
+	if (r == 0) {
+		cx->error[0] = 0;
+		RANK_CHECK(t, r, taprt_send(cx, &x, 3, 1) == -1 && strstr(cx->error, "no rank 3"),
+		    "send to rank 3 of 3: '%s'", cx->error);
+		cx->error[0] = 0;
+		RANK_CHECK(t, r, taprt_send(cx, &x, 0, 1) == -1, "send to itself succeeded");
+		cx->error[0] = 0;
+		RANK_CHECK(t, r, taprt_send(cx, &x, 1, 9) == 0, "send: %s", cx->error);
+	} else if (r == 1) {
+		float big[6];
+		taprt_tensor y = rt_tensor(TAPRT_F32, big, 1, DIMS(6));
+		RANK_CHECK(t, r, taprt_recv(cx, &y, 0, 9) == -1 && strstr(cx->error, "recv of tensor 9"),
+		    "recv of 24 bytes for 20 sent: '%s'", cx->error);
+	}
+}
+
+static void
+test_p2p(void)
+{
+	run_ranks(3, 1, p2p_rank, NULL);
+}
+
 /* ------------------------------------------------------------ taprt_main */
 
 /*
@@ -909,6 +961,7 @@ suite_rt_tp(CU_pSuite s)
 	ADD(s, test_chain);
 	ADD(s, test_errors);
 	ADD(s, test_mismatch);
+	ADD(s, test_p2p);
 	ADD(s, test_weights);
 	ADD(s, test_main);
 }
