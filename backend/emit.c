@@ -101,6 +101,8 @@ emit_program(Graph *g, const EmitOptions *o)
 	snprintf(absout, sizeof absout, "%s/%s", strcmp(absparent, "/") ? absparent : "", base);
 	relative(absout, absmodel, rel, sizeof rel);
 
+	if (!emit_check_stages(g))
+		return false;
 	struct stat st;
 	if (stat(out, &st) == 0 && (!S_ISDIR(st.st_mode) || !is_replaceable(out))) {
 		diag_error("-o %s: exists and is not a tapc output directory (no plan.json); not replacing it",
@@ -113,7 +115,7 @@ emit_program(Graph *g, const EmitOptions *o)
 		return false;
 	}
 	chmod(tmp, 0755);
-	bool ok = emit_check_stages(g);
+	bool ok = true;
 	for (int s = 0; ok && s < emit_nstages(g); s++) {
 		MemPlan mp;
 		emit_memplan(g, s, &mp);
@@ -122,6 +124,7 @@ emit_program(Graph *g, const EmitOptions *o)
 	}
 	ok = ok && emit_main_c(g, o, tmp, rel) && emit_makefile(g, o, tmp) &&
 	    emit_plan_json(g, o, tmp);
+	bool written = ok; /* the writers said what failed; a rename has not */
 	if (ok && stat(out, &st) == 0) {
 		char old[PATH_MAX + 32];
 		snprintf(old, sizeof old, "%s.old%ld", out, (long)getpid());
@@ -132,7 +135,7 @@ emit_program(Graph *g, const EmitOptions *o)
 		ok = rename(tmp, out) == 0;
 	}
 	if (!ok) {
-		if (errno)
+		if (written)
 			diag_error("-o %s: %s", o->outdir, strerror(errno));
 		rm_tree(tmp);
 		return false;

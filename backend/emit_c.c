@@ -266,16 +266,19 @@ static void
 put_sends(Emitter *e, int s, TensorId t, int tp)
 {
 	Graph *g = e->g;
-	bool sent[256] = {0};
+	bool *sent = calloc(emit_nstages(g) + 1, 1);
+	if (!sent)
+		die("out of memory");
 	for (int i = 0; i < g->nusers[t]; i++) {
 		NodeId u = g->users[t][i];
 		int to = emit_stage(g, u);
-		if (g->nodes[u].dead || to <= s || to >= 256 || sent[to])
+		if (g->nodes[u].dead || to <= s || sent[to])
 			continue;
 		sent[to] = true;
 		fprintf(e->f, "\t\tif (taprt_send(cx, &T[%d], cx->rank + %d, %d))\n\t\t\treturn -1;"
 		    "\t/* to stage %d */\n", e->num[t], (to - s) * tp, e->num[t], to);
 	}
+	free(sent);
 }
 
 bool
@@ -447,8 +450,8 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 			if (nd->out[i] != IR_NONE && pp > 1)
 				put_sends(&e, stage, nd->out[i], tp);
 	}
-	/* outputs that are not computed into their buffer: inputs, weights,
-	 * constants, a value received from another stage, or listed twice */
+	/* outputs this stage owns that are not computed into their buffer:
+	 * inputs, weights, constants, or a value listed twice */
 	for (int i = 0; i < g->noutputs; i++) {
 		TensorId t = g->outputs[i];
 		if (emit_tensor_stage(g, t) != stage)

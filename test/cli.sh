@@ -130,6 +130,15 @@ check "... stage 0 sends to stage 1" has "$tmp/3d/stage0.c" "taprt_send(cx, &T\[
 check "... stage 1 receives" has "$tmp/3d/stage1.c" "taprt_recv(cx, &T\[[0-9]*\], cx->rank - 2,"
 check "... the program table" has "$tmp/3d/main.c" ".dp = 2,"
 check "... the stage table lists both replicas" has "$tmp/3d/plan.json" '"ranks": \[2, 3, 6, 7\]'
+"$TAPC" $gpt -mesh 2x2 -batch=4 -emit=ir -o "$tmp/staged.ir" 2>/dev/null
+expect 0 "a staged, micro-batched dump compiles" "$TAPC" "$tmp/staged.ir" -passes=verify -o "$tmp/staged"
+check "... with its degrees" has "$tmp/staged/main.c" ".microbatches = 4,"
+check "... and the whole batch as input" has "$tmp/staged/main.c" '"idx", 7, 2, {4, 16}'
+"$TAPC" $gpt -pp=2 -stop-after=pipe-shard -emit=ir -o "$tmp/unstaged.ir" 2>/dev/null
+expect 1 "a dump without stages does not compile" "$TAPC" "$tmp/unstaged.ir" -passes=verify -o "$tmp/unstaged"
+check "... message" has "$tmp/err" "run stage-assign"
+check "... one line" sh -c "[ \$(wc -l < '$tmp/err') = 1 ]"
+check "... nothing written" sh -c "[ ! -e '$tmp/unstaged' ]"
 expect 0 "-emit=schedule" "$TAPC" $gpt -mesh 1x4 -pp=4 -batch=8 -emit=schedule -o "$tmp/s.svg"
 check "-emit=schedule: an SVG" sh -c "head -c 5 '$tmp/s.svg' | grep -q '<svg '"
 check "-emit=schedule: a box per micro-batch forward and backward" \
