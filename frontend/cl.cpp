@@ -55,6 +55,8 @@ static cl::opt<int> PP("pp", cl::desc("Force the pipeline degree: N stages (defa
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
 static cl::opt<int> Microbatches("microbatches", cl::desc("Micro-batches per replica per iteration (default: the largest divisor of the replica's batch up to 2 x stages; 1 without a pipeline)"),
     cl::value_desc("M"), cl::init(0), cl::cat(Cat));
+static cl::opt<std::string> Cluster("cluster", cl::desc("Read the cost model's per-device constants from FILE: KEY=VALUE lines as for -cost, # comments (-cost overrides)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> Cost("cost", cl::desc("Cost model constants: flops, bw_intra, bw_inter, latency, memory, objective=train|infer (docs/tensor-parallel.md)"),
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
 static cl::opt<unsigned> TPRandom("tp-random", cl::desc("Testing: pick a random valid tensor-parallel plan (seed N) instead of the cheapest"),
@@ -108,6 +110,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->pp = PP;
 	o->microbatches = Microbatches;
 	o->cost = Cost.c_str();
+	o->cluster = Cluster.c_str();
 	o->tp_random = TPRandom;
 	o->md = MD || !MF.empty();
 	o->mf = MF.c_str();

@@ -36,6 +36,7 @@ typedef struct {
 	int pp;                         /* -pp=N, 0 = the degree rule's */
 	int microbatches;               /* -microbatches=M, 0 = default */
 	const char *cost;               /* -cost=key=value,... */
+	const char *cluster;            /* -cluster=FILE, "" for none */
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */
 	bool md;                        /* -MD or -MF */
 	const char *mf;                 /* -MF FILE, "" for the default */

@@ -84,6 +84,45 @@ parse_mesh(const char *s, Mesh *m)
 	return true;
 }
 
+/* -cluster=FILE: the cost model's constants, one KEY=VALUE per line (the
+ * keys of -cost), blank lines and # comments ignored.  Errors name the
+ * file and line. */
+static bool
+read_cluster(const char *path, CostModel *cost)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		diag_file(path, "cannot open: %s", strerror(errno));
+		return false;
+	}
+	char line[512];
+	bool ok = true;
+	for (int no = 1; fgets(line, sizeof line, f); no++) {
+		size_t n = strlen(line);
+		if (n == sizeof line - 1 && line[n - 1] != '\n') {
+			diag_file(path, "line %d: longer than %zu bytes", no, sizeof line - 2);
+			ok = false;
+			break;
+		}
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		char *p = line, *e = line; /* drop blanks: "bw_intra = 3e11" is fine */
+		for (char *c = line; *c; c++)
+			if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r')
+				*e++ = *c;
+		*e = 0;
+		const char *bad;
+		if (*p && (strchr(p, ',') || !ir_cost_parse(cost, p, &bad))) {
+			diag_file(path, "line %d: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, "
+			    "bw_inter, latency, memory (positive numbers) or objective=train|infer", no, p);
+			ok = false;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
 static bool
 ends_with(const char *s, const char *suffix)
 {
@@ -394,6 +433,8 @@ main(int argc, char **argv)
 	CostModel cost;
 	ir_cost_defaults(&cost);
 	const char *bad;
+	if (*o.cluster && !read_cluster(o.cluster, &cost))
+		ok = false;
 	if (!ir_cost_parse(&cost, o.cost, &bad)) {
 		diag_error("-cost: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, bw_inter, "
 		    "latency, memory (positive numbers) or objective=train|infer", bad);

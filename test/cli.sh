@@ -69,6 +69,15 @@ expect 1 "-cost bad objective" "$TAPC" $gpt -cost=objective=fast -emit=ir
 expect 0 "-cost accepted" "$TAPC" $gpt -mesh 1x2 -cost=flops=1e14,bw_intra=3e11,latency=1e-5,objective=infer -emit=plan
 check "-cost: plan.json shows the constants" has "$tmp/out" '"flops": 1e+14'
 check "-cost: plan.json objective" has "$tmp/out" '"objective": "infer"'
+printf '# a GPU node\nflops = 1e14   # per device\nbw_intra=3e11\n\nbw_inter=2.5e10\n' >"$tmp/cluster.txt"
+expect 0 "-cluster=FILE" "$TAPC" $gpt -mesh 1x2 -cluster="$tmp/cluster.txt" -emit=plan
+check "-cluster: plan.json shows its constants" has "$tmp/out" '"flops": 1e+14, "bw_intra": 3e+11, "bw_inter": 2.5e+10'
+expect 0 "-cost overrides -cluster" "$TAPC" $gpt -mesh 1x2 -cluster="$tmp/cluster.txt" -cost=flops=2e14 -emit=plan
+check "... flops from -cost" has "$tmp/out" '"flops": 2e+14, "bw_intra": 3e+11'
+printf 'flops=1e14\nspeed=3\n' >"$tmp/badcluster.txt"
+expect 1 "-cluster: a bad line" "$TAPC" $gpt -cluster="$tmp/badcluster.txt" -emit=ir
+check "... names the file and line" has "$tmp/err" "badcluster.txt: line 2: 'speed=3'"
+expect 1 "-cluster: a missing file" "$TAPC" $gpt -cluster="$tmp/nonexistent" -emit=ir
 expect 1 "-cost=memory too small" "$TAPC" $gpt -mesh 1x2 -cost=memory=1000 -emit=ir
 check "memory: message" has "$tmp/err" "bytes per device"
 expect 0 "-print-after=tp-plan" "$TAPC" $gpt -mesh 1x4 -print-after=tp-plan -emit=ir -o /dev/null
