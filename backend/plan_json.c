@@ -194,8 +194,12 @@ put_pipeline(FILE *f, Graph *g)
 		fprintf(f, "%s\n      {\"stage\": %d, \"subgraphs\": [%d, %d], \"first_op\": ", s ? "," : "",
 		    s, st->first, st->first + st->nsub - 1);
 		put_str(f, first);
+		MemPlan mp; /* the memory a rank of the stage needs: weights and activations */
+		emit_memplan(g, s, &mp);
 		fprintf(f, ", \"forward_seconds\": %.6g, \"backward_seconds\": %.6g, \"weight_bytes\": %lld, "
-		    "\"ranks\": [", st->fwd, st->bwd, (long long)st->weight_bytes);
+		    "\"arena_bytes\": %lld, \"ranks\": [", st->fwd, st->bwd, (long long)st->weight_bytes,
+		    (long long)mp.arena_bytes);
+		emit_memplan_free(&mp);
 		for (int d = 0; d < dp; d++) /* every replica's */
 			for (int q = 0; q < tp; q++)
 				fprintf(f, "%s%d", d || q ? ", " : "", (d * g->nstages + s) * tp + q);
