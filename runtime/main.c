@@ -106,12 +106,18 @@ rank_main(void *arg)
 	}
 	if ((rc = rp->init(&cx)) != 0)
 		goto done;
-	for (long i = 0; i < a->warmup && rc == 0; i++)
+	/* A pipeline's iterations end together, as a training step's would:
+	 * otherwise the first stage runs ahead and its buffered sends pile up. */
+	taprt_group all = {a->p->nranks, a->ids};
+	bool flush = a->pp > 1 && a->world;
+	for (long i = 0; i < a->warmup + a->iters && rc == 0; i++) {
+		if (i == a->warmup)
+			a->ms = now_ms();
 		rc = rp->run(&cx);
-	double t0 = now_ms();
-	for (long i = 0; i < a->iters && rc == 0; i++)
-		rc = rp->run(&cx);
-	a->ms = now_ms() - t0;
+		if (rc == 0 && flush && cx.be->barrier(cx.comm, &all) != 0)
+			rc = taprt_fail(&cx, "barrier after iteration %ld failed", i);
+	}
+	a->ms = now_ms() - a->ms;
 done:
 	if (rc != 0) {
 		snprintf(a->error, sizeof a->error, "rank %d: %s", a->rank,
