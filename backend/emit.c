@@ -115,15 +115,13 @@ emit_program(Graph *g, const EmitOptions *o)
 		return false;
 	}
 	chmod(tmp, 0755);
+	MemPlan *mps = emit_memplans(g);
 	bool ok = true;
-	for (int s = 0; ok && s < emit_nstages(g); s++) {
-		MemPlan mp;
-		emit_memplan(g, s, &mp);
-		ok = emit_stage_c(g, s, &mp, tmp);
-		emit_memplan_free(&mp);
-	}
+	for (int s = 0; ok && s < emit_nstages(g); s++)
+		ok = emit_stage_c(g, s, &mps[s], tmp);
 	ok = ok && emit_main_c(g, o, tmp, rel) && emit_makefile(g, o, tmp) &&
-	    emit_plan_json(g, o, tmp);
+	    emit_plan_json(g, o, mps, tmp);
+	emit_memplans_free(g, mps);
 	bool written = ok; /* the writers said what failed; a rename has not */
 	if (ok && stat(out, &st) == 0) {
 		char old[PATH_MAX + 32];

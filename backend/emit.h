@@ -44,6 +44,10 @@ bool emit_check_stages(Graph *g);
  * Unsqueeze, a kept Identity): its output is a view, and no code runs. */
 bool emit_is_view(Graph *g, NodeId n);
 void emit_memplan_free(MemPlan *mp);
+/* Every stage's plan (emit_nstages entries), computed once for the sources
+ * and plan.json; freed with emit_memplans_free. */
+MemPlan *emit_memplans(Graph *g);
+void emit_memplans_free(Graph *g, MemPlan *mps);
 
 /* Write the whole output directory; false after a diag error. */
 bool emit_program(Graph *g, const EmitOptions *o);
@@ -52,9 +56,9 @@ bool emit_program(Graph *g, const EmitOptions *o);
 bool emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir);
 bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir);
 bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir);
-bool emit_plan_json(Graph *g, const EmitOptions *o, const char *dir);
+bool emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mps, const char *dir);
 bool emit_depfile(Graph *g, const char *target, const char *path);
 /* plan.json's text (-emit=plan writes it alone). */
-void emit_plan(FILE *f, Graph *g, const EmitOptions *o);
+void emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps);
 
 #endif

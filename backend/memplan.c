@@ -253,3 +253,22 @@ emit_memplan_free(MemPlan *mp)
 	free(mp->woffset);
 	free(mp->recv);
 }
+
+MemPlan *
+emit_memplans(Graph *g)
+{
+	MemPlan *mps = malloc(sizeof *mps * emit_nstages(g));
+	if (!mps)
+		die("out of memory");
+	for (int s = 0; s < emit_nstages(g); s++)
+		emit_memplan(g, s, &mps[s]);
+	return mps;
+}
+
+void
+emit_memplans_free(Graph *g, MemPlan *mps)
+{
+	for (int s = 0; s < emit_nstages(g); s++)
+		emit_memplan_free(&mps[s]);
+	free(mps);
+}

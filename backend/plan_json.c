@@ -174,7 +174,7 @@ put_tensor_parallel(FILE *f, Graph *g)
 
 /* stage-assign's decisions: the stage table and the simulated schedule. */
 static void
-put_pipeline(FILE *f, Graph *g)
+put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 {
 	fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"subgraphs\": %d, \"method\": ",
 	    g->nstages, g->microbatches, g->nsubgraphs);
@@ -194,12 +194,10 @@ put_pipeline(FILE *f, Graph *g)
 		fprintf(f, "%s\n      {\"stage\": %d, \"subgraphs\": [%d, %d], \"first_op\": ", s ? "," : "",
 		    s, st->first, st->first + st->nsub - 1);
 		put_str(f, first);
-		MemPlan mp; /* the memory a rank of the stage needs: weights and activations */
-		emit_memplan(g, s, &mp);
+		/* the memory a rank of the stage needs: weights and activations */
 		fprintf(f, ", \"forward_seconds\": %.6g, \"backward_seconds\": %.6g, \"weight_bytes\": %lld, "
 		    "\"arena_bytes\": %lld, \"ranks\": [", st->fwd, st->bwd, (long long)st->weight_bytes,
-		    (long long)mp.arena_bytes);
-		emit_memplan_free(&mp);
+		    (long long)mps[s].arena_bytes);
 		for (int d = 0; d < dp; d++) /* every replica's */
 			for (int q = 0; q < tp; q++)
 				fprintf(f, "%s%d", d || q ? ", " : "", (d * g->nstages + s) * tp + q);
@@ -209,7 +207,7 @@ put_pipeline(FILE *f, Graph *g)
 }
 
 void
-emit_plan(FILE *f, Graph *g, const EmitOptions *o)
+emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 {
 	int64_t flops = 0, bytes = 0, wbytes = 0;
 	for (NodeId n = 0; n < g->nnodes; n++) {
@@ -232,16 +230,10 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o)
 	put_str(f, g->degree_rule ? g->degree_rule : dp * tp * pp == 1 ? "one device: nothing to "
 	    "divide" : "as the IR file says");
 	fputs("},\n  \"ranks\": [", f);
-	int64_t arena = 0, *ab = calloc(pp, sizeof *ab), *wb = calloc(pp, sizeof *wb);
+	int64_t arena = 0;
 	int *nodes = calloc(pp, sizeof *nodes);
-	for (int s = 0; s < pp; s++) {
-		MemPlan mp;
-		emit_memplan(g, s, &mp);
-		ab[s] = mp.arena_bytes;
-		wb[s] = mp.weight_bytes;
-		arena = ab[s] > arena ? ab[s] : arena;
-		emit_memplan_free(&mp);
-	}
+	for (int s = 0; s < pp; s++)
+		arena = mps[s].arena_bytes > arena ? mps[s].arena_bytes : arena;
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (!g->nodes[n].dead && emit_stage(g, n) >= 0 && emit_stage(g, n) < pp)
 			nodes[emit_stage(g, n)]++;
@@ -249,11 +241,9 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o)
 		int s = r / tp % pp;
 		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": %d, \"tp\": %d, \"stage\": %d, \"nodes\": %d, "
 		    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"stage%d.c\"}",
-		    r ? "," : "", r, r / (tp * pp), r % tp, s, nodes[s], (long long)ab[s],
-		    (long long)wb[s], s);
+		    r ? "," : "", r, r / (tp * pp), r % tp, s, nodes[s], (long long)mps[s].arena_bytes,
+		    (long long)mps[s].weight_bytes, s);
 	}
-	free(ab);
-	free(wb);
 	free(nodes);
 	fputs("\n  ],\n", f);
 	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
@@ -263,7 +253,7 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o)
 	if (tp > 1)
 		put_tensor_parallel(f, g);
 	if (g->nstages > 1)
-		put_pipeline(f, g);
+		put_pipeline(f, g, mps);
 	fputs("  \"tensors\": [\n", f);
 	int *num = ir_print_numbers(g);
 	bool first = true;
@@ -285,7 +275,7 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o)
 }
 
 bool
-emit_plan_json(Graph *g, const EmitOptions *o, const char *dir)
+emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mps, const char *dir)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/plan.json", dir);
@@ -294,7 +284,7 @@ emit_plan_json(Graph *g, const EmitOptions *o, const char *dir)
 		diag_error("cannot write '%s': %s", path, strerror(errno));
 		return false;
 	}
-	emit_plan(f, g, o);
+	emit_plan(f, g, o, mps);
 	if (fclose(f) != 0) {
 		diag_error("cannot write '%s': %s", path, strerror(errno));
 		return false;

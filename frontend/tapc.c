@@ -207,7 +207,9 @@ write_to(FILE *f, const Writer *w)
 		write_schedule(f, w->g, w->eo->program);
 		return;
 	}
-	emit_plan(f, w->g, w->eo);
+	MemPlan *mps = emit_memplans(w->g);
+	emit_plan(f, w->g, w->eo, mps);
+	emit_memplans_free(w->g, mps);
 }
 
 /* Write the IR or plan to path through a temporary sibling renamed into
@@ -342,11 +344,14 @@ static Graph *
 choose_degrees(Graph *g, const TapcOptions *o, const DegreeRequest *req, PassCtx *cx, bool is_ir)
 {
 	ModelFacts facts;
-	degrees_facts(g, &facts);
 	int devices = cx->mesh.rows * cx->mesh.cols;
 	bool any = devices > 1 || req->microbatches > 1;
 	OnnxOptions lo = {.max_size = o->max_model_size, .batch = o->batch};
-	if (any && !is_ir) { /* the probe */
+	if (!any) {
+		facts = (ModelFacts){.batch = 1};
+	} else if (is_ir) { /* already through the passes it was dumped after */
+		degrees_facts(g, &facts);
+	} else { /* the probe */
 		Graph *p = onnx_load(o->input, &lo);
 		PassCtx pc = {.min_duplicate = o->min_duplicate, .mesh = {1, 2, 1, 1, 2}};
 		PassOptions po = {.print_before = "", .print_after = "", .stop_after = "",
