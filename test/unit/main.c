@@ -22,7 +22,7 @@ srcpath(const char *rel)
 }
 
 Graph *
-fixture_graph(const char *name)
+fixture_graph_opt(const char *name, bool strip_names)
 {
 	char rel[256];
 	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", name);
@@ -30,6 +30,9 @@ fixture_graph(const char *name)
 	Graph *g = onnx_load(srcpath(rel), &o);
 	if (!g)
 		return NULL;
+	if (strip_names)
+		for (NodeId n = 0; n < g->nnodes; n++)
+			g->nodes[n].name = "";
 	PassCtx cx = {.min_duplicate = 2};
 	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "", .ir_dump_dir = ""};
 	diag_reset();
@@ -38,6 +41,12 @@ fixture_graph(const char *name)
 		return NULL;
 	}
 	return g;
+}
+
+Graph *
+fixture_graph(const char *name)
+{
+	return fixture_graph_opt(name, false);
 }
 
 void

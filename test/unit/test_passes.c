@@ -207,31 +207,6 @@ pipeline_options(void)
 
 /* ---------------------------------------------------------- pruning */
 
-/* Load a fixture and run the default pipeline; with strip_names, the
- * node names are erased first, so only the graph's structure is left. */
-static Graph *
-pruned(const char *fixture, bool strip_names)
-{
-	char rel[256];
-	snprintf(rel, sizeof rel, "test/e2e/%s/model.onnx", fixture);
-	OnnxOptions o = {0};
-	Graph *g = onnx_load(srcpath(rel), &o);
-	if (!g)
-		return NULL;
-	if (strip_names)
-		for (NodeId n = 0; n < g->nnodes; n++)
-			g->nodes[n].name = "";
-	PassCtx cx = {.min_duplicate = 2};
-	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "",
-		.ir_dump_dir = ""};
-	diag_reset();
-	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
-		ir_free(g);
-		return NULL;
-	}
-	return g;
-}
-
 /* Every instance of a template has, at each position, a GraphNode with the
  * same op sequence as the first instance's (checked op by op, not by hash). */
 static void
@@ -268,7 +243,7 @@ fold_scopes_fixtures(void)
 		{"cnn", 0, 0, false}, {"ln17", 0, 0, false}};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++)
 		for (int strip = 0; strip < 2; strip++) {
-			Graph *g = pruned(want[i].name, strip);
+			Graph *g = fixture_graph_opt(want[i].name, strip);
 			CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 			if (g->ntemplates != want[i].templates)
 				fprintf(stderr, "%s%s: %d templates\n", want[i].name, strip ? " unnamed" : "",
@@ -289,7 +264,7 @@ fold_scopes_fixtures(void)
 static void
 fold_scopes_gpt_block(void)
 {
-	Graph *g = pruned("gpt", false);
+	Graph *g = fixture_graph("gpt");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	CU_ASSERT_EQUAL_FATAL(g->ntemplates, 1);
 	Template *tp = &g->templates[0];
@@ -319,7 +294,7 @@ fold_scopes_gpt_block(void)
 static void
 fold_scopes_min_duplicate(void)
 {
-	Graph *g = pruned("gpt", false);
+	Graph *g = fixture_graph("gpt");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	PassCtx cx = {.min_duplicate = 3};
 	CU_ASSERT_TRUE(pass_fold_scopes(g, &cx));
@@ -331,7 +306,7 @@ fold_scopes_min_duplicate(void)
 static void
 strip_aux_counts(void)
 {
-	Graph *g = pruned("gpt", false);
+	Graph *g = fixture_graph("gpt");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		CU_ASSERT_NOT_EQUAL(g->nodes[n].op, OP_Identity);

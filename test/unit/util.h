@@ -25,6 +25,9 @@ const char *srcpath(const char *rel);
 /* test/e2e/NAME/model.onnx through the default pipeline on one device;
  * NULL if it does not load. */
 Graph *fixture_graph(const char *name);
+/* fixture_graph, with every node name erased first when strip_names (only
+ * the structure left). */
+Graph *fixture_graph_opt(const char *name, bool strip_names);
 /* Silence diagnostics into a buffer; diag_last keeps the latest line. */
 void quiet_diags(void);
 
