@@ -1058,12 +1058,17 @@ parse_header(Reader *r)
 			if (!g->mesh.rows || !g->mesh.cols)
 				error(r, "mesh rows and columns must be at least 1");
 			break;
-		case 3: g->mesh.dp = (int)parse_int(r, "dp", 0, INT_MAX); break;
-		case 4: g->mesh.tp = (int)parse_int(r, "tp", 0, INT_MAX); break;
-		case 5: g->mesh.pp = (int)parse_int(r, "pp", 0, INT_MAX); break;
+		case 3: g->mesh.dp = (int)parse_int(r, "dp", 1, INT_MAX); break;
+		case 4: g->mesh.tp = (int)parse_int(r, "tp", 1, INT_MAX); break;
+		case 5: g->mesh.pp = (int)parse_int(r, "pp", 1, INT_MAX); break;
 		case 6: g->microbatches = (int)parse_int(r, "microbatches", 1, INT_MAX); break;
 		}
 	}
+	/* chosen degrees come as a set, as the printer writes them: a lone
+	 * dp= would print back as mesh=0x0, which does not read */
+	bool degrees = seen[3] || seen[4] || seen[5] || seen[6];
+	if (degrees && !(seen[2] && seen[3] && seen[4] && seen[5]))
+		error(r, "dp=, tp=, pp= and microbatches= need mesh=, dp=, tp= and pp= together");
 }
 
 /* GraphNodes from the nodes' gn= annotations; the printer keeps only the

@@ -395,6 +395,12 @@ static const struct {
 	{"graph \"g\" opset=x\n", "line 1: expected opset, found 'x'"},
 	{"graph \"g\" opset=1 opset=2\n", "line 1: duplicate opset= in header"},
 	{"graph \"g\" mesh=0x2\n", "line 1: mesh rows and columns must be at least 1"},
+	/* found by fuzz_read: a lone dp= printed back as mesh=0x0 */
+	{"graph \"g\" dp=1\n",
+	    "line 1: dp=, tp=, pp= and microbatches= need mesh=, dp=, tp= and pp= together"},
+	{"graph \"g\" mesh=1x2 dp=1 tp=2\n",
+	    "line 1: dp=, tp=, pp= and microbatches= need mesh=, dp=, tp= and pp= together"},
+	{"graph \"g\" mesh=1x2 dp=0 tp=2 pp=1\n", "line 1: dp 0 out of range [1, 2147483647]"},
 	{"graph \"g\" color=1\n",
 	    "line 1: expected model=, opset=, mesh=, dp=, tp=, pp= or microbatches=, found 'color'"},
 	{"graph \"g\n", "line 1: unterminated string"},
