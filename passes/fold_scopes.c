@@ -97,11 +97,14 @@ static uint64_t
 block_hash(Folder *f, const int *gns, int n)
 {
 	Graph *g = f->g;
-	int nops = 0;
-	for (int i = 0; i < n; i++)
+	int nops = 0, nins = 0;
+	for (int i = 0; i < n; i++) {
 		nops += g->groups[gns[i]].nnodes;
+		for (int j = 0; j < g->groups[gns[i]].nnodes; j++)
+			nins += g->nodes[g->groups[gns[i]].nodes[j]].nin;
+	}
 	NodeId *ops = malloc(sizeof *ops * (nops + 1));
-	TensorId *seen = malloc(sizeof *seen * (nops * 8 + 1));
+	TensorId *seen = malloc(sizeof *seen * (nins + 1)); /* a Sum may read 300 */
 	int k = 0, nseen = 0, next_ext = 0;
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < g->groups[gns[i]].nnodes; j++)

@@ -126,7 +126,7 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 			} else if (p == IR_NONE) { /* a graph input: with its first user */
 				if (first_user[t] < 0)
 					first_user[t] = n;
-				else if (sub[first_user[t]] < smin)
+				else if (first_user[t] != n && sub[first_user[t]] < smin) /* Mul(x, x) */
 					smin = sub[first_user[t]], nmin = first_user[t];
 			} else if (out_of[t] >= 0) { /* an output of an earlier subgraph */
 				if (out_of[t] + 1 < smin)

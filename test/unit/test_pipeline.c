@@ -395,6 +395,31 @@ shard_fixtures(void)
 	ir_free(g);
 }
 
+/* A node reading one graph input twice (Mul(x, x)): pipe_shard once read
+ * the subgraph of the node it was still placing.  The ids start as garbage
+ * here, so a read before the write shows up as an id out of range. */
+static void
+shard_same_input_twice(void)
+{
+	Graph *g = ir_new("sq");
+	g->opset = 13;
+	TensorId x = ir_add_tensor(g, "x", TK_INPUT, DT_F32);
+	ir_set_shape(ir_tensor(g, x), 2, (int64_t[]){2, 4});
+	ir_add_input(g, x);
+	TensorId y = ir_add_tensor(g, "y", TK_VALUE, DT_F32), z = ir_add_tensor(g, "z", TK_VALUE, DT_F32);
+	ir_add_node(g, OP_Mul, "sq", 2, (TensorId[]){x, x}, 1, &y);
+	ir_add_node(g, OP_Mul, "sq2", 2, (TensorId[]){y, x}, 1, &z);
+	ir_add_output(g, z);
+	CU_ASSERT_TRUE_FATAL(ir_infer_all(g));
+	ir_reindex(g);
+	int sub[3] = {-12345678, -12345678, -12345678};
+	int k = pipe_shard(g, 4, sub);
+	CU_ASSERT(k >= 1 && k <= 2);
+	for (int n = 0; n < 2; n++)
+		CU_ASSERT(sub[n] >= 0 && sub[n] < k);
+	ir_free(g);
+}
+
 /* stage-assign on GPT (2 blocks, 6 subgraphs) over 2 and 3 stages: a
  * contiguous cover in node order, the stage table's simulation is the
  * reported time, no worse than Megatron's even split (when there is one) */
@@ -456,5 +481,6 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, dp_matches_brute_force);
 	ADD(s, autopipe_heuristic);
 	ADD(s, shard_fixtures);
+	ADD(s, shard_same_input_twice);
 	ADD(s, stage_assign_gpt);
 }
