@@ -86,7 +86,15 @@ typedef struct {
 } taprt_pb;
 
 int taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen);
-int taprt_pb_read(const char *path, taprt_pb *t, char *err, size_t errlen);
+/* path must be a regular file of at most max_bytes (taprt_pb_max_bytes). */
+int taprt_pb_read(const char *path, int64_t max_bytes, taprt_pb *t, char *err, size_t errlen);
+/* The largest TensorProto file a tensor of numel elements can be: ten bytes
+ * per element (a varint), plus room for the name and dims. */
+static inline int64_t
+taprt_pb_max_bytes(int64_t numel)
+{
+	return numel * 10 + (1 << 20);
+}
 int taprt_pb_write(const char *path, const char *name, int dtype, int rank,
     const int64_t *dims, const void *data);
 

@@ -637,10 +637,13 @@ BINARY(And, BOOL_TYPES, ROW, u && v)
 BINARY(Or, BOOL_TYPES, ROW, u || v)
 BINARY(Xor, BOOL_TYPES, ROW, u != v)
 
-/* C division truncates toward zero, as onnxruntime does; x/0 gives 0
- * rather than a trap */
+/* C division truncates toward zero, as onnxruntime does.  The integer
+ * cases that trap in C never reach the divide: x/0 gives 0, and MIN/-1
+ * wraps to MIN, as numpy's do (tapc refuses both when it can see them at
+ * compile time; a program never raises SIGFPE). */
 FLOAT_TYPES(ROW, Div, u / v)
-INT_TYPES(ROW, Div, v == 0 ? 0 : u / v)
+SINT_TYPES(ROW, Div, v == 0 ? 0 : v == -1 ? 0 - (uint64_t)u : u / v)
+UINT_TYPES(ROW, Div, v == 0 ? 0 : u / v)
 BINARY_KERNEL(Div, NUM_TYPES)
 
 /* PRelu: slope v broadcasts to x (tapc made the output x's shape) */
@@ -651,12 +654,13 @@ BINARY_KERNEL(PRelu, NUM_TYPES)
 /* Mod with fmod=0: the result takes the divisor's sign (Python's %) */
 FLOAT_TYPES(ROW, Mod, fmod(u, v) != 0 && (fmod(u, v) < 0) != (v < 0) ?
     fmod(u, v) + v : fmod(u, v))
-SINT_TYPES(ROW, Mod, v == 0 ? 0 : u % v != 0 && (u % v < 0) != (v < 0) ?
+SINT_TYPES(ROW, Mod, v == 0 || v == -1 ? 0 : u % v != 0 && (u % v < 0) != (v < 0) ?
     u % v + v : u % v)
 UINT_TYPES(ROW, Mod, v == 0 ? 0 : u % v)
 /* fmod=1: C's fmod / %, the sign of the dividend */
 FLOAT_TYPES(ROW, Fmod, fmod(u, v))
-INT_TYPES(ROW, Fmod, v == 0 ? 0 : u % v)
+SINT_TYPES(ROW, Fmod, v == 0 || v == -1 ? 0 : u % v)
+UINT_TYPES(ROW, Fmod, v == 0 ? 0 : u % v)
 
 void
 taprt_op_Mod(taprt_ctx *cx, const taprt_node *n)

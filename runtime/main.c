@@ -303,7 +303,7 @@ model_dir(const taprt_program *p, const Options *o, const char **files0)
 		*files0 = slash ? slash + 1 : o->model;
 		return slash ? strndup(o->model, (size_t)(slash - o->model + 1)) : strdup(".");
 	}
-	*files0 = p->files[0];
+	*files0 = p->nfiles ? p->files[0] : NULL;
 	if (p->model_dir[0] == '/')
 		return strdup(p->model_dir);
 	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -342,8 +342,10 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	const char *f0;
 	char *dir = model_dir(p, &o, &f0);
 	const char **files = malloc(sizeof *files * (p->nfiles + 1));
-	memcpy(files, p->files, sizeof *files * p->nfiles);
-	files[0] = f0;
+	if (p->nfiles) {
+		memcpy(files, p->files, sizeof *files * p->nfiles);
+		files[0] = f0;
+	}
 	taprt_program fp = *p;
 	fp.files = files;
 	rc = 1;
@@ -376,7 +378,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		char path[PATH_MAX];
 		snprintf(path, sizeof path, "%s/input_%d.pb", indir, i);
 		taprt_pb t;
-		if (taprt_pb_read(path, &t, err, sizeof err) != 0) {
+		if (taprt_pb_read(path, taprt_pb_max_bytes(io_numel(io)), &t, err, sizeof err) != 0) {
 			fprintf(stderr, "%s: %s\n", argv[0], err);
 			goto out;
 		}
@@ -406,7 +408,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		for (int i = 0; i < p->noutputs; i++) {
 			char path[PATH_MAX];
 			snprintf(path, sizeof path, "%s/output_%d.pb", o.check, i);
-			if (taprt_pb_read(path, &want[i], err, sizeof err) != 0) {
+			if (taprt_pb_read(path, taprt_pb_max_bytes(io_numel(&p->outputs[i])), &want[i], err,
+			    sizeof err) != 0) {
 				fprintf(stderr, "%s: %s\n", argv[0], err);
 				goto out;
 			}

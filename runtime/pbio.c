@@ -8,8 +8,11 @@
  * The writer emits dims, data_type, name and raw_data.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/internal.h"
 
@@ -174,37 +177,43 @@ fail:
 }
 
 int
-taprt_pb_read(const char *path, taprt_pb *t, char *err, size_t errlen)
+taprt_pb_read(const char *path, int64_t max_bytes, taprt_pb *t, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* a regular file, opened without blocking (a FIFO or a device in the
+	 * data directory is refused, not waited on or read without end) */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	size_t cap = 1 << 16, len = 0;
-	uint8_t *buf = malloc(cap);
-	for (;;) {
-		if (!buf)
-			break;
-		len += fread(buf + len, 1, cap - len, f);
-		if (len < cap)
-			break;
-		if (cap >= ((size_t)1 << 34)) { /* 16 GiB: surely not an input */
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		uint8_t *nb = realloc(buf, cap * 2);
-		if (!nb) {
-			free(buf);
-			buf = NULL;
-		}
-		buf = nb;
-		cap *= 2;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return -1;
 	}
-	bool ioerr = ferror(f);
-	fclose(f);
-	if (!buf || ioerr) {
+	if (st.st_size > max_bytes) {
+		close(fd);
+		snprintf(err, errlen, "%s: %lld bytes, more than a tensor of this input can take (%lld)",
+		    path, (long long)st.st_size, (long long)max_bytes);
+		return -1;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	uint8_t *buf = malloc(cap);
+	bool ioerr = !buf;
+	while (buf && len < cap) {
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			ioerr = r < 0;
+			break;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	if (ioerr || len > (size_t)st.st_size) { /* it grew while we read it */
 		free(buf);
 		snprintf(err, errlen, "%s: cannot read", path);
 		return -1;

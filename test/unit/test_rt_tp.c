@@ -917,9 +917,9 @@ test_main(void)
 		char path[160], err[300];
 		taprt_pb o0, o1;
 		snprintf(path, sizeof path, "%s/output_0.pb", wf.dir);
-		CU_ASSERT_EQUAL_FATAL(taprt_pb_read(path, &o0, err, sizeof err), 0);
+		CU_ASSERT_EQUAL_FATAL(taprt_pb_read(path, 1 << 24, &o0, err, sizeof err), 0);
 		snprintf(path, sizeof path, "%s/output_1.pb", wf.dir);
-		CU_ASSERT_EQUAL_FATAL(taprt_pb_read(path, &o1, err, sizeof err), 0);
+		CU_ASSERT_EQUAL_FATAL(taprt_pb_read(path, 1 << 24, &o1, err, sizeof err), 0);
 		for (int k = 0; k < 12; k++)
 			CU_ASSERT_EQUAL(((float *)o0.data)[k], (float)val(7, 0, k));
 		CU_ASSERT_EQUAL(((float *)o1.data)[0], (float)(100 + n - tp));
