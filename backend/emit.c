@@ -65,14 +65,95 @@ relative(const char *from, const char *to, char *out, size_t size)
 		snprintf(out, size, ".");
 }
 
+/* The (device, inode) of every file the compilation reads: the input, the
+ * model and its external data.  A directory holding one of them is never
+ * replaced (it would be deleted with the old output). */
+static struct {
+	int n;
+	dev_t *dev;
+	ino_t *ino;
+} inputs;                               /* for find_input, which nftw calls */
+
+static int
+find_input(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	(void)ftw;
+	for (int i = 0; i < inputs.n; i++)
+		if (st->st_dev == inputs.dev[i] && st->st_ino == inputs.ino[i])
+			return 1;
+	return 0;
+}
+
+/* A previous tapc output (it has plan.json) holding none of our inputs, or
+ * an empty directory.  *why says what is wrong otherwise. */
 static bool
-is_replaceable(const char *dir)
+is_replaceable(Graph *g, const EmitOptions *o, const char *dir, const char **why)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/plan.json", dir);
-	if (access(path, F_OK) == 0)
-		return true;
-	return rmdir(dir) == 0; /* empty: removing it is the same as keeping it */
+	*why = "exists and is not a tapc output directory (no plan.json); not replacing it";
+	if (access(path, F_OK) != 0)
+		return rmdir(dir) == 0; /* empty: removing it is the same as keeping it */
+	struct stat st;
+	inputs.n = 0;
+	inputs.dev = malloc(sizeof *inputs.dev * (g->nfiles + 1));
+	inputs.ino = malloc(sizeof *inputs.ino * (g->nfiles + 1));
+	if (!inputs.dev || !inputs.ino)
+		die("out of memory");
+	for (int i = -1; i < g->nfiles; i++) {
+		if (i >= 0)
+			snprintf(path, sizeof path, "%s/%s", g->dir, g->files[i]);
+		if (stat(i < 0 ? o->input : path, &st) == 0) {
+			inputs.dev[inputs.n] = st.st_dev;
+			inputs.ino[inputs.n++] = st.st_ino;
+		}
+	}
+	*why = "holds the model or a file it reads; not replacing it (choose another -o)";
+	bool ok = nftw(dir, find_input, 16, FTW_PHYS) == 0;
+	free(inputs.dev);
+	free(inputs.ino);
+	return ok;
+}
+
+/* The program maps the model's files and copies each weight's bytes: check
+ * now, by the loader's rules, that every file opens inside the model's
+ * directory and holds every byte range the program will read (an IR file's
+ * weights were not checked when it was read). */
+bool
+emit_check_files(Graph *g)
+{
+	int64_t *size = malloc(sizeof *size * (g->nfiles + 1));
+	if (!size)
+		die("out of memory");
+	bool ok = true;
+	for (int i = 0; ok && i < g->nfiles; i++) {
+		char why[PATH_MAX + 128];
+		int fd = ir_file_open(g->dir, g->files[i], "weight file", "the model's directory",
+		    &size[i], why, sizeof why);
+		if (fd < 0) {
+			diag_file(g->model, "%s", why);
+			ok = false;
+		} else {
+			close(fd);
+		}
+	}
+	for (TensorId t = 0; ok && t < g->ntensors; t++) {
+		Tensor *x = &g->tensors[t];
+		if (x->data != DATA_FILE)
+			continue;
+		if (x->file < 0 || x->file >= g->nfiles || x->offset < 0 || x->length < 0 ||
+		    x->offset > size[x->file] || x->length > size[x->file] - x->offset) {
+			diag_file(g->model, "weight '%s': offset %lld + length %lld is beyond the end of '%s' (%lld bytes)",
+			    x->name, (long long)x->offset, (long long)x->length,
+			    x->file >= 0 && x->file < g->nfiles ? g->files[x->file] : "?",
+			    x->file >= 0 && x->file < g->nfiles ? (long long)size[x->file] : 0LL);
+			ok = false;
+		}
+	}
+	free(size);
+	return ok;
 }
 
 bool
@@ -101,22 +182,37 @@ emit_program(Graph *g, const EmitOptions *o)
 	snprintf(absout, sizeof absout, "%s/%s", strcmp(absparent, "/") ? absparent : "", base);
 	relative(absout, absmodel, rel, sizeof rel);
 
-	if (!emit_check_stages(g))
+	if (!emit_check_stages(g) || !emit_check_files(g))
 		return false;
 	struct stat st;
-	if (stat(out, &st) == 0 && (!S_ISDIR(st.st_mode) || !is_replaceable(out))) {
-		diag_error("-o %s: exists and is not a tapc output directory (no plan.json); not replacing it",
-		    o->outdir);
+	const char *why;
+	if (stat(out, &st) == 0 && (!S_ISDIR(st.st_mode) || !is_replaceable(g, o, out, &why))) {
+		diag_error("-o %s: %s", o->outdir, S_ISDIR(st.st_mode) ? why :
+		    "exists and is not a directory; not replacing it");
 		return false;
 	}
+	char *deptmp = NULL, target[PATH_MAX + 16];
+	snprintf(target, sizeof target, "%s/plan.json", out);
+	if (o->depfile && !emit_depfile(g, o->input, target, o->depfile, &deptmp))
+		return false;
 	snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", out);
 	if (!mkdtemp(tmp)) {
 		diag_error("-o %s: cannot create a directory beside it: %s", o->outdir, strerror(errno));
+		if (deptmp) {
+			unlink(deptmp);
+			free(deptmp);
+		}
 		return false;
 	}
 	chmod(tmp, 0755);
 	MemPlan *mps = emit_memplans(g);
 	bool ok = true;
+	for (int s = 0; ok && s < emit_nstages(g); s++)
+		if (mps[s].arena_bytes > EMIT_MAX_REGION || mps[s].weight_bytes > EMIT_MAX_REGION) {
+			diag_file(g->model, "stage %d: a rank's %s need more than 2^56 bytes", s,
+			    mps[s].arena_bytes > EMIT_MAX_REGION ? "activations" : "weights");
+			ok = false;
+		}
 	for (int s = 0; ok && s < emit_nstages(g); s++)
 		ok = emit_stage_c(g, s, &mps[s], tmp);
 	ok = ok && emit_main_c(g, o, tmp, rel) && emit_makefile(g, o, tmp) &&
@@ -136,12 +232,15 @@ emit_program(Graph *g, const EmitOptions *o)
 		if (written)
 			diag_error("-o %s: %s", o->outdir, strerror(errno));
 		rm_tree(tmp);
+		if (deptmp) {
+			unlink(deptmp);
+			free(deptmp);
+		}
 		return false;
 	}
-	if (o->depfile) {
-		char target[PATH_MAX + 16];
-		snprintf(target, sizeof target, "%s/plan.json", out);
-		return emit_depfile(g, target, o->depfile);
+	if (deptmp && !emit_depfile_commit(deptmp, o->depfile)) {
+		rm_tree(out); /* all or nothing: the program without its depfile is a failed run */
+		return false;
 	}
 	return true;
 }

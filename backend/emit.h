@@ -19,8 +19,14 @@ typedef struct {
 	const char *outdir;             /* -o DIR */
 	const char *program;            /* program name: the model file's stem */
 	const char *depfile;            /* -MD/-MF: dependency file path, or NULL */
+	const char *input;              /* the input file as given (the depfile's first dependency) */
 	const char *tapc_exe;           /* /proc/self/exe of this tapc, to find its build tree */
 } EmitOptions;
+
+/* A rank's activation arena or weight region may be at most this big: sums
+ * of tensors (each at most IR_MAX_BYTES) are checked against it, and a plan
+ * past it is refused (emit_program) rather than written with wrapped sizes. */
+#define EMIT_MAX_REGION ((int64_t)1 << 56)
 
 /* Arena layout of one rank's activations: the nodes of its stage (memplan.c). */
 typedef struct {
@@ -49,6 +55,9 @@ void emit_memplan_free(MemPlan *mp);
 MemPlan *emit_memplans(Graph *g);
 void emit_memplans_free(Graph *g, MemPlan *mps);
 
+/* Every model file opens inside the model's directory and holds the byte
+ * ranges of its weights; false after a diag error. */
+bool emit_check_files(Graph *g);
 /* Write the whole output directory; false after a diag error. */
 bool emit_program(Graph *g, const EmitOptions *o);
 
@@ -57,7 +66,11 @@ bool emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir);
 bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir);
 bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir);
 bool emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mps, const char *dir);
-bool emit_depfile(Graph *g, const char *target, const char *path);
+/* -MD: a make dependency file naming target's inputs (the input file, the
+ * model and its external data), written to *tmp beside path; then
+ * emit_depfile_commit renames it into place (and frees tmp). */
+bool emit_depfile(Graph *g, const char *input, const char *target, const char *path, char **tmp);
+bool emit_depfile_commit(char *tmp, const char *path);
 /* plan.json's text (-emit=plan writes it alone). */
 void emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps);
 

@@ -43,8 +43,9 @@ take(FreeList *fl, int64_t size)
 		return off;
 	}
 	int64_t off = fl->top;
-	fl->top += size;
-	return off;
+	if (__builtin_add_overflow(fl->top, size, &fl->top) || fl->top > EMIT_MAX_REGION)
+		fl->top = EMIT_MAX_REGION + 1; /* emit_program refuses the plan */
+	return off > EMIT_MAX_REGION ? EMIT_MAX_REGION : off;
 }
 
 static int
@@ -194,7 +195,9 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		Tensor *tt = &g->tensors[t];
 		if (tt->kind == TK_WEIGHT && tt->data == DATA_FILE && used[t]) {
 			mp->woffset[t] = mp->weight_bytes;
-			mp->weight_bytes += ALIGN(ir_nbytes(tt));
+			if (__builtin_add_overflow(mp->weight_bytes, ALIGN(ir_nbytes(tt)), &mp->weight_bytes) ||
+			    mp->weight_bytes > EMIT_MAX_REGION)
+				mp->weight_bytes = EMIT_MAX_REGION + 1;
 		}
 	}
 

@@ -15,21 +15,6 @@
 
 #define PLAN_FORMAT_VERSION 1
 
-static void
-put_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static const char *
 kind_name(TensorKind k)
 {
@@ -60,12 +45,12 @@ put_pruning(FILE *f, Graph *g)
 	for (int t = 0; t < g->ntemplates; t++) {
 		Template *tp = &g->templates[t];
 		fprintf(f, "%s\n      {\"id\": %d, \"name\": ", t ? "," : "", t);
-		put_str(f, tp->name);
+		ir_esc_json(f, tp->name);
 		fprintf(f, ", \"graphnodes\": %d, \"instances\": [", tp->ngroups);
 		for (int i = 0; i < tp->ninstances; i++) {
 			const GraphNode *gn = &g->groups[tp->inst[i * tp->ngroups]];
 			fprintf(f, "%s\n        {\"first_op\": ", i ? "," : "");
-			put_str(f, gn->nnodes ? g->nodes[gn->nodes[0]].name : "");
+			ir_esc_json(f, gn->nnodes ? g->nodes[gn->nodes[0]].name : "");
 			fputs(", \"graphnodes\": [", f);
 			for (int k = 0; k < tp->ngroups; k++)
 				fprintf(f, "%s%d", k ? ", " : "", tp->inst[i * tp->ngroups + k]);
@@ -114,7 +99,7 @@ put_tensor_parallel(FILE *f, Graph *g)
 	for (int i = 0; i < g->ntpsearch; i++) {
 		TpSearch *r = &g->tpsearch[i];
 		fprintf(f, "%s\n      {\"template\": ", i ? "," : "");
-		put_str(f, r->name);
+		ir_esc_json(f, r->name);
 		fprintf(f, ", \"instances\": %d, \"choices\": %d, \"plans\": %lld, \"valid\": %lld, "
 		    "\"seconds\": %.6g, \"ms\": %.3f}", r->instances, r->choices, (long long)r->enumerated,
 		    (long long)r->valid, r->cost, r->ms);
@@ -127,11 +112,11 @@ put_tensor_parallel(FILE *f, Graph *g)
 			continue;
 		int w = tp_anchor_input(g, n);
 		fprintf(f, "%s\n      {\"node\": ", first ? "" : ",");
-		put_str(f, nd->name);
+		ir_esc_json(f, nd->name);
 		fprintf(f, ", \"op\": \"%s\", \"graphnode\": %d, \"weight\": ", ir_op_name(nd->op), nd->group);
-		put_str(f, w >= 0 ? g->tensors[nd->in[w]].name : "");
+		ir_esc_json(f, w >= 0 ? g->tensors[nd->in[w]].name : "");
 		fputs(", \"pattern\": ", f);
-		put_str(f, split_role(g, n));
+		ir_esc_json(f, split_role(g, n));
 		fprintf(f, ", \"axis\": %d, \"blocks\": %d}", nd->tp_axis, nd->tp_blocks);
 		first = false;
 	}
@@ -143,14 +128,14 @@ put_tensor_parallel(FILE *f, Graph *g)
 			continue;
 		char ty[IR_TYPESTR];
 		fprintf(f, "%s\n      {\"name\": ", first ? "" : ",");
-		put_str(f, x->name);
+		ir_esc_json(f, x->name);
 		if (x->slice_axis >= 0)
 			fprintf(f, ", \"pattern\": \"split\", \"axis\": %d, \"blocks\": %d", x->slice_axis,
 			    x->slice_blocks);
 		else
 			fputs(", \"pattern\": \"replicate\"", f);
 		fputs(", \"local\": ", f);
-		put_str(f, ir_typestr(x, ty));
+		ir_esc_json(f, ir_typestr(x, ty));
 		fputc('}', f);
 		first = false;
 	}
@@ -163,9 +148,9 @@ put_tensor_parallel(FILE *f, Graph *g)
 		char ty[IR_TYPESTR];
 		Tensor *big = &g->tensors[nd->op == OP_AllGather || nd->op == OP_AllReduce ? nd->out[0] : nd->in[0]];
 		fprintf(f, "%s\n      {\"op\": \"%s\", \"node\": ", first ? "" : ",", ir_op_name(nd->op));
-		put_str(f, nd->name);
+		ir_esc_json(f, nd->name);
 		fprintf(f, ", \"graphnode\": %d, \"type\": ", nd->group);
-		put_str(f, ir_typestr(big, ty));
+		ir_esc_json(f, ir_typestr(big, ty));
 		fprintf(f, ", \"bytes\": %lld}", (long long)ir_nbytes(big));
 		first = false;
 	}
@@ -178,7 +163,7 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 {
 	fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"subgraphs\": %d, \"method\": ",
 	    g->nstages, g->microbatches, g->nsubgraphs);
-	put_str(f, g->pipe_method ? g->pipe_method : "");
+	ir_esc_json(f, g->pipe_method ? g->pipe_method : "");
 	fprintf(f, ", \"simulated_seconds\": %.6g, \"stage_time_std\": %.6g,\n", g->pipe_time,
 	    g->pipe_std);
 	fprintf(f, "    \"megatron_even_split\": {\"simulated_seconds\": %.6g, \"stage_time_std\": %.6g},\n",
@@ -193,7 +178,7 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 				first = g->nodes[n].name;
 		fprintf(f, "%s\n      {\"stage\": %d, \"subgraphs\": [%d, %d], \"first_op\": ", s ? "," : "",
 		    s, st->first, st->first + st->nsub - 1);
-		put_str(f, first);
+		ir_esc_json(f, first);
 		/* the memory a rank of the stage needs: weights and activations */
 		fprintf(f, ", \"forward_seconds\": %.6g, \"backward_seconds\": %.6g, \"weight_bytes\": %lld, "
 		    "\"arena_bytes\": %lld, \"ranks\": [", st->fwd, st->bwd, (long long)st->weight_bytes,
@@ -219,15 +204,15 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 			wbytes += ir_nbytes(&g->tensors[t]);
 	Mesh *m = &g->mesh;
 	fprintf(f, "{\n  \"format_version\": %d,\n  \"program\": ", PLAN_FORMAT_VERSION);
-	put_str(f, o->program);
+	ir_esc_json(f, o->program);
 	fputs(",\n  \"model\": ", f);
-	put_str(f, g->model);
+	ir_esc_json(f, g->model);
 	fprintf(f, ",\n  \"opset\": %lld,\n", (long long)g->opset);
 	fprintf(f, "  \"mesh\": {\"rows\": %d, \"cols\": %d},\n", m->rows, m->cols);
 	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = emit_nstages(g);
 	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"microbatches\": %d, "
 	    "\"rule\": ", dp, tp, pp, g->microbatches > 1 ? g->microbatches : 1);
-	put_str(f, g->degree_rule ? g->degree_rule : dp * tp * pp == 1 ? "one device: nothing to "
+	ir_esc_json(f, g->degree_rule ? g->degree_rule : dp * tp * pp == 1 ? "one device: nothing to "
 	    "divide" : "as the IR file says");
 	fputs("},\n  \"ranks\": [", f);
 	int64_t arena = 0;
@@ -264,9 +249,9 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 		char ty[IR_TYPESTR];
 		fprintf(f, "%s    {\"id\": %d, \"kind\": \"%s\", \"name\": ", first ? "" : ",\n", num[t],
 		    kind_name(tt->kind));
-		put_str(f, tt->name[0] == '%' ? "" : tt->name);
+		ir_esc_json(f, tt->name[0] == '%' ? "" : tt->name);
 		fputs(", \"type\": ", f);
-		put_str(f, ir_typestr(tt, ty));
+		ir_esc_json(f, ir_typestr(tt, ty));
 		fprintf(f, ", \"bytes\": %lld}", (long long)ir_nbytes(tt));
 		first = false;
 	}

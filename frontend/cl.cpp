@@ -61,6 +61,8 @@ static cl::opt<std::string> Cost("cost", cl::desc("Cost model constants: flops, 
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
 static cl::opt<unsigned> TPRandom("tp-random", cl::desc("Testing: pick a random valid tensor-parallel plan (seed N) instead of the cheapest"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat), cl::Hidden);
+static cl::opt<std::string> ModelOpt("model", cl::desc("For an IR input: the model whose weights it names (default: its header's model=, which must be inside the current directory)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(Cat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(Cat));
 
 static std::string
@@ -114,5 +116,6 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->tp_random = TPRandom;
 	o->md = MD || !MF.empty();
 	o->mf = MF.c_str();
+	o->model = ModelOpt.c_str();
 	return true;
 }

@@ -40,6 +40,7 @@ typedef struct {
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */
 	bool md;                        /* -MD or -MF */
 	const char *mf;                 /* -MF FILE, "" for the default */
+	const char *model;              /* -model=FILE: an IR file's model, "" for its header's */
 } TapcOptions;
 
 #ifdef __cplusplus

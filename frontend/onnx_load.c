@@ -26,8 +26,6 @@
 #include "frontend/onnx.h"
 #include "onnx/onnx.pb-c.h"
 
-#define MIN_OPSET 1
-#define MAX_OPSET 18
 
 /* ------------------------------------------------------- name -> tensor */
 
@@ -119,7 +117,7 @@ dtype_ok(Loader *L, int dt, const char *what, const char *name)
 		diag_file(L->path, "%s '%s': unknown data type %d", what, name, dt);
 		return false;
 	}
-	if (dt == DT_STRING || dt == DT_C64 || dt == DT_C128) {
+	if (!ir_dtype_supported((DType)dt)) {
 		diag_file(L->path, "%s '%s': data type %s is not supported", what, name,
 		    ir_dtype_name((DType)dt));
 		return false;
@@ -154,6 +152,11 @@ dims_ok(Loader *L, const char *what, const char *name, size_t n, const int64_t *
 		diag_file(L->path, "%s '%s': byte size overflows int64", what, name);
 		return false;
 	}
+	if (ir_shape_bytes(dt, (int)n, dims) < 0) {
+		diag_file(L->path, "%s '%s': byte size is over tapc's limit of 2^%d bytes", what, name,
+		    IR_MAX_BYTES_LOG2);
+		return false;
+	}
 	return true;
 }
 
@@ -182,7 +185,10 @@ static bool
 parse_count(const char *s, int64_t *v)
 {
 	char *end;
-	if (!*s || *s == '-' || *s == '+')
+	for (const char *c = s; *c; c++) /* digits only: strtoll would skip " " and take "+" */
+		if (*c < '0' || *c > '9')
+			return false;
+	if (!*s)
 		return false;
 	errno = 0;
 	long long x = strtoll(s, &end, 10);
@@ -190,72 +196,6 @@ parse_count(const char *s, int64_t *v)
 		return false;
 	*v = x;
 	return true;
-}
-
-/* Open dir/loc refusing symlinks in every component and absolute or '..'
- * paths; returns an fd or -1 after a diagnostic. */
-static int
-open_external(Loader *L, const char *what, const char *name, const char *loc)
-{
-	if (!L->dir) {
-		diag_file(L->path, "%s '%s': external data is not allowed here", what, name);
-		return -1;
-	}
-	if (!*loc) {
-		diag_file(L->path, "%s '%s': external data has no location", what, name);
-		return -1;
-	}
-	if (loc[0] == '/') {
-		diag_file(L->path, "%s '%s': external data location '%s' is an absolute path",
-		    what, name, loc);
-		return -1;
-	}
-	if (strstr(loc, "..") || strchr(loc, '\\')) {
-		diag_file(L->path, "%s '%s': external data location '%s' leaves the model's directory",
-		    what, name, loc);
-		return -1;
-	}
-	int fd = open(L->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		diag_file(L->path, "%s '%s': cannot open directory '%s': %s", what, name, L->dir,
-		    strerror(errno));
-		return -1;
-	}
-	char buf[PATH_MAX];
-	if (strlen(loc) >= sizeof buf) {
-		close(fd);
-		diag_file(L->path, "%s '%s': external data location is too long", what, name);
-		return -1;
-	}
-	strcpy(buf, loc);
-	char *comp = buf;
-	for (;;) {
-		char *slash = strchr(comp, '/');
-		if (slash)
-			*slash = 0;
-		/* O_NONBLOCK: a FIFO planted as a data file must not hang us */
-		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : O_NONBLOCK);
-		int nfd = *comp ? openat(fd, comp, flags) : dup(fd);
-		int err = errno;
-		struct stat st;
-		/* O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR: tell them apart */
-		bool link = err == ELOOP || (nfd < 0 && err == ENOTDIR &&
-		    fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode));
-		close(fd);
-		if (nfd < 0) {
-			if (link)
-				diag_file(L->path, "%s '%s': external data location '%s' goes through a symbolic link",
-				    what, name, loc);
-			else
-				diag_file(L->path, "%s '%s': external data file '%s': %s", what, name,
-				    loc, strerror(err));
-			return -1;
-		}
-		fd = nfd;
-		if (!slash)
-			return fd;
-		comp = slash + 1;
-	}
 }
 
 static bool
@@ -275,16 +215,29 @@ load_external(Loader *L, Onnx__TensorProto *tp, Tensor *t, const char *what, con
 			return false;
 		}
 	}
-	int fd = open_external(L, what, name, loc ? loc : "");
-	if (fd < 0)
-		return false;
-	struct stat st;
-	bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-	close(fd);
-	if (!ok) {
-		diag_file(L->path, "%s '%s': external data '%s' is not a regular file", what, name, loc);
+	if (!L->dir) {
+		diag_file(L->path, "%s '%s': external data is not allowed here", what, name);
 		return false;
 	}
+	if (!loc || !*loc) {
+		diag_file(L->path, "%s '%s': external data has no location", what, name);
+		return false;
+	}
+	if (strchr(loc, '\\')) { /* a Windows path: "..\\x" is no file name we want */
+		diag_file(L->path, "%s '%s': external data location '%s' leaves the model's directory",
+		    what, name, loc);
+		return false;
+	}
+	char why[PATH_MAX + 128];
+	int64_t size;
+	int fd = ir_file_open(L->dir, loc, "external data location", "the model's directory",
+	    &size, why, sizeof why);
+	if (fd < 0) {
+		diag_file(L->path, "%s '%s': %s", what, name, why);
+		return false;
+	}
+	close(fd);
+	struct stat st = {.st_size = size};
 	int64_t want = ir_nbytes(t);
 	if (len < 0)
 		len = want;
@@ -491,8 +444,9 @@ load_input_type(Loader *L, Onnx__ValueInfoProto *vi, TensorId id, bool *symbolic
 	return true;
 }
 
-/* -batch=N: symbolic batch dims if any input has one, else every input's dim 0 */
-static void
+/* -batch=N: symbolic batch dims if any input has one, else every input's
+ * dim 0; the shapes are checked again at the new batch. */
+static bool
 apply_batch(Loader *L, const bool *symbolic)
 {
 	Graph *g = L->g;
@@ -501,9 +455,13 @@ apply_batch(Loader *L, const bool *symbolic)
 		any |= symbolic[i];
 	for (int i = 0; i < g->ninputs; i++) {
 		Tensor *t = ir_tensor(g, g->inputs[i]);
-		if (t->rank > 0 && (symbolic[i] || (!any && L->opt->batch > 0)))
+		if (t->rank > 0 && (symbolic[i] || (!any && L->opt->batch > 0))) {
 			t->dims[0] = L->opt->batch > 0 ? L->opt->batch : 1;
+			if (!dims_ok(L, "input", t->name, t->rank, t->dims, t->dtype))
+				return false;
+		}
 	}
+	return true;
 }
 
 static bool
@@ -584,6 +542,13 @@ load_attr(Loader *L, NodeId nid, Onnx__AttributeProto *a)
 		TensorId t = ir_add_tensor(g, "", TK_CONST, DT_UNDEF);
 		if (!load_tensor(L, a->t, NULL, t, what, an))
 			return false;
+		/* a Constant whose value is in a file becomes a weight (load_node);
+		 * other attribute tensors are a few elements, always inline */
+		if (g->tensors[t].data == DATA_FILE &&
+		    (g->nodes[nid].op != OP_Constant || strcmp(an, "value") != 0)) {
+			diag_node(g, nid, "attribute '%s': external data is only supported for a Constant's value", an);
+			return false;
+		}
 		ir_set_attr(g, nid, an, ATTR_TENSOR)->t = t;
 		return true;
 	}
@@ -697,9 +662,26 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 		for (size_t i = 0; i < np->n_attribute && ok; i++)
 			ok = load_attr(L, nid, np->attribute[i]);
 		/* opsets before 7 broadcast one way along an axis, not like numpy */
-		if (ok && ir_attr_int(g, nid, "broadcast", 0)) {
+		const Attr *bc = ok ? ir_attr(g, nid, "broadcast") : NULL;
+		if (bc && bc->type == ATTR_INT && bc->i) {
 			diag_node(g, nid, "attribute 'broadcast' asks for the broadcasting of opsets before 7, which tapc does not support");
 			ok = false;
+		}
+		const Attr *v = ok && op == OP_Constant ? ir_attr(g, nid, "value") : NULL;
+		if (v && v->type == ATTR_TENSOR && g->tensors[v->t].data == DATA_FILE && np->n_output == 1 &&
+		    out[0] != IR_NONE) {
+			/* a Constant whose value is in external data is a weight:
+			 * its output takes the file reference and the node goes */
+			Tensor *c = &g->tensors[v->t], *w = &g->tensors[out[0]];
+			w->kind = TK_WEIGHT;
+			w->dtype = c->dtype;
+			ir_set_shape(w, c->rank, c->dims);
+			w->producer = IR_NONE;
+			w->data = DATA_FILE;
+			w->file = c->file;
+			w->offset = c->offset;
+			w->length = c->length;
+			g->nnodes--;
 		}
 	}
 	free(in);
@@ -728,9 +710,9 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 		diag_file(L->path, "no opset_import for the default ONNX domain");
 		return false;
 	}
-	if (g->opset < MIN_OPSET || g->opset > MAX_OPSET) {
+	if (g->opset < IR_MIN_OPSET || g->opset > IR_MAX_OPSET) {
 		diag_file(L->path, "opset %lld is not supported (tapc reads opsets %d to %d)",
-		    (long long)g->opset, MIN_OPSET, MAX_OPSET);
+		    (long long)g->opset, IR_MIN_OPSET, IR_MAX_OPSET);
 		return false;
 	}
 	if (!gp) {
@@ -780,8 +762,10 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 		}
 		ir_add_input(g, id);
 	}
-	apply_batch(L, symbolic);
+	bool batched = apply_batch(L, symbolic);
 	free(symbolic);
+	if (!batched)
+		return false;
 
 	/* where each value is defined, to tell "out of order" from "undefined" */
 	for (size_t i = 0; i < gp->n_node; i++)
@@ -802,13 +786,9 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 		}
 		ir_add_output(g, *t);
 	}
-	if (!gp->n_output) {
-		diag_file(L->path, "the graph has no outputs");
-		return false;
-	}
 	ir_reindex(g);
 	g->ops_loaded = g->nnodes;
-	return ir_infer_all(g);
+	return ir_check(g) && ir_infer_all(g);
 }
 
 static const char *
@@ -862,17 +842,14 @@ onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, const char *d
 Graph *
 onnx_load(const char *path, const OnnxOptions *o)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	char why[PATH_MAX + 128];
+	int64_t size;
+	int fd = ir_file_open(NULL, path, "", "", &size, why, sizeof why);
 	if (fd < 0) {
-		diag_file(path, "cannot open: %s", strerror(errno));
+		diag_file(path, "%s", why);
 		return NULL;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		diag_file(path, "not a regular file");
-		return NULL;
-	}
+	struct stat st = {.st_size = size};
 	int64_t cap = o->max_size > 0 ? o->max_size : ONNX_DEFAULT_MAX_SIZE;
 	if (st.st_size > cap) {
 		close(fd);

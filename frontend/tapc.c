@@ -60,6 +60,11 @@ extra_help(void)
 	    "  into stages (AMP's pipe_dp, AutoPipe, the even split; the simulator picks); each stage\n"
 	    "  is one source, stageS.c, whose ranks send activations on by send/recv. -emit=plan\n"
 	    "  shows the stage table, -emit=schedule the simulated pipeline as SVG.\n"
+	    "\nUNTRUSTED INPUT: models and IR files are checked alike (opset, dtypes, byte sizes up\n"
+	    "  to 2^48, attribute types by ONNX's schema, shape inference re-run on an IR file's\n"
+	    "  declared types); paths found inside them stay in their directory without symbolic\n"
+	    "  links (an IR file's model= inside the current directory, or -model=FILE); only regular\n"
+	    "  files are read; names are escaped for every file written (docs/design.md).\n"
 	    "\nDocumentation: README.md, docs/usage.md (every option, the program), docs/ir.md\n"
 	    "(reading the IR), docs/ops.md (operators), docs/tensor-parallel.md, docs/pipeline.md,\n"
 	    "docs/runtime.md, "
@@ -68,21 +73,36 @@ extra_help(void)
 	return buf;
 }
 
+/* "RxC": two positive decimal counts (digits only), at most IR_MAX_DEVICES
+ * devices in all. */
 static bool
 parse_mesh(const char *s, Mesh *m)
 {
-	char *end;
-	long r = strtol(s, &end, 10);
-	if (end == s || (*end != 'x' && *end != 'X'))
+	int64_t v[2] = {0, 0};
+	int k = 0;
+	for (const char *p = s;; p++) {
+		if (*p >= '0' && *p <= '9') {
+			v[k] = v[k] * 10 + (*p - '0');
+			if (v[k] > IR_MAX_DEVICES)
+				return false;
+		} else if ((*p == 'x' || *p == 'X') && k == 0 && p > s) {
+			k = 1;
+			if (!(p[1] >= '0' && p[1] <= '9'))
+				return false;
+		} else {
+			if (*p || k != 1)
+				return false;
+			break;
+		}
+	}
+	if (v[0] < 1 || v[1] < 1 || v[0] * v[1] > IR_MAX_DEVICES)
 		return false;
-	const char *c = end + 1;
-	long k = strtol(c, &end, 10);
-	if (end == c || *end || r < 1 || k < 1 || r > 4096 || k > 4096 || r * k > 65536)
-		return false;
-	m->rows = (int)r;
-	m->cols = (int)k;
+	m->rows = (int)v[0];
+	m->cols = (int)v[1];
 	return true;
 }
+
+#define MAX_CLUSTER_FILE ((int64_t)1 << 20)
 
 /* -cluster=FILE: the cost model's constants, one KEY=VALUE per line (the
  * keys of -cost), blank lines and # comments ignored.  Errors name the
@@ -90,36 +110,41 @@ parse_mesh(const char *s, Mesh *m)
 static bool
 read_cluster(const char *path, CostModel *cost)
 {
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		diag_file(path, "cannot open: %s", strerror(errno));
+	char why[512];
+	size_t len;
+	char *text = ir_file_read(NULL, path, "", "", MAX_CLUSTER_FILE, &len, why, sizeof why);
+	if (!text) {
+		diag_file(path, "%s", why);
 		return false;
 	}
-	char line[512];
 	bool ok = true;
-	for (int no = 1; fgets(line, sizeof line, f); no++) {
-		size_t n = strlen(line);
-		if (n == sizeof line - 1 && line[n - 1] != '\n') {
-			diag_file(path, "line %d: longer than %zu bytes", no, sizeof line - 2);
+	char *line = text;
+	for (int no = 1; ok && line < text + len; no++) {
+		char *nl = memchr(line, '\n', text + len - line);
+		char *end = nl ? nl : text + len;
+		if (memchr(line, 0, end - line)) {
+			diag_file(path, "line %d: holds a NUL byte", no);
 			ok = false;
 			break;
 		}
+		*end = 0;
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = 0;
-		char *p = line, *e = line; /* drop blanks: "bw_intra = 3e11" is fine */
+		char *e = line; /* drop blanks: "bw_intra = 3e11" is fine */
 		for (char *c = line; *c; c++)
-			if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r')
+			if (*c != ' ' && *c != '\t' && *c != '\r')
 				*e++ = *c;
 		*e = 0;
 		const char *bad;
-		if (*p && (strchr(p, ',') || !ir_cost_parse(cost, p, &bad))) {
-			diag_file(path, "line %d: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, "
-			    "bw_inter, latency, memory (positive numbers) or objective=train|infer", no, p);
+		if (*line && (strchr(line, ',') || !ir_cost_parse(cost, line, &bad))) {
+			diag_file(path, "line %d: '%.200s': expected KEY=VALUE with KEY one of flops, bw_intra, "
+			    "bw_inter, latency, memory (positive numbers) or objective=train|infer", no, line);
 			ok = false;
 		}
+		line = end + 1;
 	}
-	fclose(f);
+	free(text);
 	return ok;
 }
 
@@ -130,39 +155,19 @@ ends_with(const char *s, const char *suffix)
 	return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-#define MAX_IR_TEXT ((size_t)1 << 30)
+#define MAX_IR_TEXT ((int64_t)1 << 30)
 
 static Graph *
-read_ir_file(const char *path)
+read_ir_file(const char *path, const char *model)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		diag_file(path, "cannot open: %s", strerror(errno));
+	char why[512];
+	size_t len;
+	char *buf = ir_file_read(NULL, path, "", "", MAX_IR_TEXT, &len, why, sizeof why);
+	if (!buf) {
+		diag_file(path, "%s", why);
 		return NULL;
 	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			if (cap > MAX_IR_TEXT) {
-				diag_file(path, "IR text is larger than %zu bytes", MAX_IR_TEXT);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = realloc(buf, cap + 1);
-			if (!buf)
-				die("out of memory");
-		}
-		size_t r = fread(buf + len, 1, cap - len, f);
-		len += r;
-		if (r == 0)
-			break;
-	}
-	fclose(f);
-	buf[len] = 0;
-	Graph *g = ir_read(buf, len, path);
+	Graph *g = ir_read(buf, len, path, *model ? model : NULL);
 	free(buf);
 	return g;
 }
@@ -220,7 +225,11 @@ write_file(const char *path, const Writer *w)
 	struct stat st;
 	if (!*path || strcmp(path, "-") == 0) {
 		write_to(stdout, w);
-		return fflush(stdout) == 0;
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			diag_error("cannot write standard output: %s", strerror(errno));
+			return false;
+		}
+		return true;
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* /dev/null, a pipe */
 		FILE *f = fopen(path, "w");
@@ -254,20 +263,38 @@ write_file(const char *path, const Writer *w)
 	return ok;
 }
 
-/* "dir/gpt2.onnx" -> "gpt2": the program's name */
+/* "dir/gpt2.onnx" -> "gpt2": the program's name, a file name that make and
+ * the shell take as is ([A-Za-z0-9_.-], not starting with '.' or '-') and
+ * that is not one of the files the output directory holds or builds
+ * ("main.onnx" is fine, "Makefile.onnx" becomes Makefile.bin). */
 static char *
 stem(const char *path)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	char *s = strdup(base);
+	size_t n = strlen(base);
+	char *s = malloc(n + 16);
+	if (!s)
+		die("out of memory");
+	memcpy(s, base, n + 1);
 	char *dot = strrchr(s, '.');
 	if (dot && dot != s)
 		*dot = 0;
-	for (char *p = s; *p; p++) /* a file name make and the shell take as is */
+	for (char *p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'))
+		    (*p >= '0' && *p <= '9') || *p == '_' || (p > s && (*p == '-' || *p == '.'))))
 			*p = '_';
+	if (!*s)
+		strcpy(s, "model");
+	static const char *const taken[] = {"Makefile", "makefile", "GNUmakefile", "clean"};
+	static const char *const built[] = {".c", ".o", ".h", ".d", ".json"};
+	bool clash = false;
+	for (size_t i = 0; i < sizeof taken / sizeof *taken; i++)
+		clash |= strcmp(s, taken[i]) == 0;
+	for (size_t i = 0; i < sizeof built / sizeof *built; i++)
+		clash |= ends_with(s, built[i]);
+	if (clash)
+		strcat(s, ".bin");
 	return s;
 }
 
@@ -278,7 +305,7 @@ emit(Graph *g, const TapcOptions *o)
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	exe[n > 0 ? n : 0] = 0;
 	char *name = stem(g->model);
-	EmitOptions eo = {.outdir = o->output, .program = name, .tapc_exe = exe};
+	EmitOptions eo = {.outdir = o->output, .program = name, .tapc_exe = exe, .input = o->input};
 	char dep[4096] = "";
 	bool ok;
 	if (o->md) {
@@ -297,7 +324,15 @@ emit(Graph *g, const TapcOptions *o)
 		ok = emit_program(g, &eo);
 	} else {
 		Writer w = {g, &eo, o->emit[0]};
-		ok = write_file(o->output, &w) && (!o->md || emit_depfile(g, o->output, dep));
+		char *deptmp = NULL;
+		ok = (!o->md || emit_depfile(g, o->input, o->output, dep, &deptmp)) &&
+		    write_file(o->output, &w);
+		if (deptmp && ok)
+			ok = emit_depfile_commit(deptmp, dep);
+		else if (deptmp) {
+			unlink(deptmp);
+			free(deptmp);
+		}
 	}
 	free(name);
 	return ok;
@@ -408,12 +443,133 @@ choose_degrees(Graph *g, const TapcOptions *o, const DegreeRequest *req, PassCtx
 	return g;
 }
 
+/*
+ * @FILE response files, expanded here rather than by LLVM, whose reader
+ * follows any path without a size limit (@/dev/zero grows without end) and
+ * reports a missing file as "Too many positional arguments".  The words of
+ * FILE are separated by whitespace; quotes ('' or "") group, a backslash
+ * escapes the next character (outside single quotes), as GNU tools and
+ * LLVM read them.  Files nest up to RSP_DEPTH deep.
+ */
+#define RSP_DEPTH 16
+#define RSP_MAX_FILE ((int64_t)1 << 20)
+#define RSP_MAX_ARGS (1 << 16)
+
+typedef struct {
+	char **v;
+	int n, cap;
+} Args;
+
+static void
+args_add(Args *a, char *s)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap ? 2 * a->cap : 64;
+		if (!(a->v = realloc(a->v, sizeof *a->v * (a->cap + 1))))
+			die("out of memory");
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static bool expand_arg(Args *a, char *arg, int depth);
+
+static bool
+expand_file(Args *a, const char *path, int depth)
+{
+	if (depth >= RSP_DEPTH) {
+		diag_file(path, "response files nest deeper than %d", RSP_DEPTH);
+		return false;
+	}
+	char why[512];
+	size_t len;
+	char *text = ir_file_read(NULL, path, "", "", RSP_MAX_FILE, &len, why, sizeof why);
+	if (!text) {
+		diag_file(path, "%s", why);
+		return false;
+	}
+	if (memchr(text, 0, len)) {
+		diag_file(path, "response file holds a NUL byte");
+		free(text);
+		return false;
+	}
+	bool ok = true;
+	char *p = text;
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
+			p++;
+		if (!*p)
+			break;
+		char *word = p, *w = p; /* unquote in place: w never passes p */
+		char quote = 0;
+		for (; *p; p++) {
+			if (quote == '\'') {
+				if (*p == '\'')
+					quote = 0;
+				else
+					*w++ = *p;
+			} else if (*p == '\\' && p[1]) {
+				*w++ = *++p;
+			} else if (quote) {
+				if (*p == quote)
+					quote = 0;
+				else
+					*w++ = *p;
+			} else if (*p == '\'' || *p == '"') {
+				quote = *p;
+			} else if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' ||
+			    *p == '\f') {
+				break;
+			} else {
+				*w++ = *p;
+			}
+		}
+		bool more = *p != 0;
+		*w = 0;
+		if (more)
+			p++;
+		if (quote) {
+			diag_file(path, "response file: a quote is not closed");
+			ok = false;
+			break;
+		}
+		char *copy = strdup(word);
+		if (!copy)
+			die("out of memory");
+		if (!(ok = expand_arg(a, copy, depth + 1)))
+			break;
+		if (!more)
+			break;
+	}
+	free(text);
+	return ok;
+}
+
+static bool
+expand_arg(Args *a, char *arg, int depth)
+{
+	if (arg[0] != '@') {
+		if (a->n >= RSP_MAX_ARGS) {
+			diag_error("more than %d arguments", RSP_MAX_ARGS);
+			return false;
+		}
+		args_add(a, arg);
+		return true;
+	}
+	return expand_file(a, arg + 1, depth);
+}
+
 int
 main(int argc, char **argv)
 {
 	TapcOptions o = {0};
+	static Args args; /* lives until exit: the options point into it */
+	args_add(&args, argv[0]);
+	for (int i = 1; i < argc; i++)
+		if (!expand_arg(&args, argv[i], 0))
+			return 1;
 	char *extra = extra_help();
-	if (!cl_parse(argc, argv, overview, extra, &o))
+	if (!cl_parse(args.n, args.v, overview, extra, &o))
 		return 1;
 	if (o.list_passes) {
 		for (int i = 0; i < pass_count; i++)
@@ -451,8 +607,18 @@ main(int argc, char **argv)
 		    "positive counts", o.dp, o.tp, o.pp, o.microbatches);
 		ok = false;
 	}
+	int64_t forced = (int64_t)(o.dp > 0 ? o.dp : 1) * (o.tp > 0 ? o.tp : 1) * (o.pp > 0 ? o.pp : 1);
+	if (ok && forced > IR_MAX_DEVICES) {
+		diag_error("-dp=%d -tp=%d -pp=%d: %lld ranks, over tapc's limit of %d", o.dp, o.tp, o.pp,
+		    (long long)forced, IR_MAX_DEVICES);
+		ok = false;
+	}
+	if (ok && o.microbatches > IR_MAX_DEVICES) {
+		diag_error("-microbatches=%d: at most %d", o.microbatches, IR_MAX_DEVICES);
+		ok = false;
+	}
 	if (ok && cx.mesh.rows * cx.mesh.cols == 1 && (o.dp > 0 || o.tp > 0 || o.pp > 0))
-		cx.mesh.cols = (o.dp > 0 ? o.dp : 1) * (o.tp > 0 ? o.tp : 1) * (o.pp > 0 ? o.pp : 1);
+		cx.mesh.cols = (int)forced;
 	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0 &&
 	    strcmp(o.emit, "schedule") != 0) {
 		diag_error("-emit=%s: expected c, ir, plan or schedule", o.emit);
@@ -474,6 +640,10 @@ main(int argc, char **argv)
 		diag_error("no input file (tapc -help shows usage)");
 		ok = false;
 	}
+	if (*o.model && !ends_with(o.input, ".ir")) {
+		diag_error("-model=%s names the model of an IR file; the input is a model already", o.model);
+		ok = false;
+	}
 	if (!ok)
 		return 1;
 
@@ -486,7 +656,7 @@ main(int argc, char **argv)
 			diag_error("-batch applies to ONNX models, not to IR files");
 			return 1;
 		}
-		g = read_ir_file(o.input);
+		g = read_ir_file(o.input, o.model);
 	} else {
 		OnnxOptions lo = {.max_size = o.max_model_size, .batch = o.batch};
 		g = onnx_load(o.input, &lo);

@@ -3,7 +3,8 @@
  *
  * Every report reads "tapc: error: FILE: node 'NAME' (OP): message" (the
  * node part only where a node is to blame), so a user can grep for it and a
- * test can compare the first line.  Reports are counted; the driver turns a
+ * test can compare the first line.  Names in reports come from models:
+ * control bytes are written as \xHH, so a report is one line.  Reports are counted; the driver turns a
  * non-zero count into exit status 1.
  */
 #include <stdarg.h>
@@ -16,12 +17,21 @@ FILE *diag_stream;
 int diag_count;
 char diag_last[1536];
 
+/* A report stays one line, and a name from a model cannot send escape
+ * sequences to the user's terminal: control bytes and DEL print as \xHH. */
 static void
 emit(const char *prefix, const char *fmt, va_list ap)
 {
-	char msg[768];
+	char msg[768], raw[1536];
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	snprintf(diag_last, sizeof diag_last, "tapc: error: %s%s", prefix, msg);
+	snprintf(raw, sizeof raw, "tapc: error: %s%s", prefix, msg);
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)raw; *p && k + 5 < sizeof diag_last; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			k += (size_t)snprintf(diag_last + k, 5, "\\x%02x", *p);
+		else
+			diag_last[k++] = (char)*p;
+	diag_last[k] = 0;
 	diag_count++;
 	fprintf(diag_stream ? diag_stream : stderr, "%s\n", diag_last);
 }

@@ -588,6 +588,54 @@ eval_range(Graph *g, Node *nd, const void **v, Tensor *o, void *ov)
 	return true;
 }
 
+/* ------------------------------------------------ integer division */
+
+/*
+ * An integer Div or Mod whose divisor tapc knows: a zero divisor, or the
+ * type's minimum divided by -1, traps (SIGFPE) in C.  The kernels step
+ * around both at run time (0 and a wrapped minimum, as numpy), but a model
+ * that does it on values known at compile time is refused, naming the node.
+ */
+bool
+ir_check_division(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	if ((nd->op != OP_Div && nd->op != OP_Mod) || nd->nin < 2 || nd->in[0] == IR_NONE ||
+	    nd->in[1] == IR_NONE || nd->nout < 1 || nd->out[0] == IR_NONE)
+		return true;
+	Tensor *a = ir_tensor(g, nd->in[0]), *b = ir_tensor(g, nd->in[1]);
+	Tensor *o = ir_tensor(g, nd->out[0]);
+	if (!is_number(b->dtype) || is_float(b->dtype) || b->dtype == DT_BOOL || ir_numel(o) == 0)
+		return true;
+	const void *vb = ir_value(g, nd->in[1]);
+	if (!vb)
+		return true;
+	for (int64_t i = 0; i < ir_numel(b); i++)
+		if (get_i(b->dtype, vb, i) == 0) {
+			diag_node(g, n, "integer %s by zero: element %lld of input 1 is 0",
+			    nd->op == OP_Div ? "division" : "modulo", (long long)i);
+			return false;
+		}
+	int64_t min = b->dtype == DT_I8 ? INT8_MIN : b->dtype == DT_I16 ? INT16_MIN :
+	    b->dtype == DT_I32 ? INT32_MIN : b->dtype == DT_I64 ? INT64_MIN : 0;
+	const void *va = min ? ir_value(g, nd->in[0]) : NULL;
+	if (!va || a->dtype != b->dtype || o->rank < a->rank || o->rank < b->rank ||
+	    ir_numel(o) > IR_EVAL_MAX_ELEMS)
+		return true;
+	int64_t c[IR_MAX_RANK];
+	for (int64_t i = 0; i < ir_numel(o); i++) {
+		unravel(o, i, c);
+		if (get_i(a->dtype, va, bcast_index(o, a, c)) == min &&
+		    get_i(b->dtype, vb, bcast_index(o, b, c)) == -1) {
+			diag_node(g, n, "integer %s overflows: %s's minimum %lld by -1 (output element %lld)",
+			    nd->op == OP_Div ? "division" : "modulo", ir_dtype_name(a->dtype),
+			    (long long)min, (long long)i);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* ----------------------------------------------------------- entry */
 
 bool

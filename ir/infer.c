@@ -84,6 +84,13 @@ set_out(Graph *g, NodeId n, int i, DType dt, const Shape *s)
 			diag_node(g, n, "output %d would be %s, which is not a valid shape", i, ss(s));
 			return false;
 		}
+	/* bytes too: an Expand or ConstantOfShape to 2^61 f32 elements fits in
+	 * int64 elements but not in any buffer the program could allocate */
+	if (ir_shape_bytes(dt, s->rank, s->d) < 0) {
+		diag_node(g, n, "output %d would be %s%s, over tapc's limit of 2^%d bytes", i,
+		    ir_dtype_name(dt), ss(s), IR_MAX_BYTES_LOG2);
+		return false;
+	}
 	Tensor *t = ir_tensor(g, nd->out[i]);
 	t->dtype = dt;
 	ir_set_shape(t, s->rank, s->d);
@@ -1347,6 +1354,8 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_Softmax: case OP_LogSoftmax: return infer_softmax(g, n);
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return infer_comm(g, n);
+	case OP_Div: case OP_Mod:
+		return infer_bcast(g, n) && ir_check_division(g, n);
 	default:
 		break;
 	}

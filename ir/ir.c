@@ -519,18 +519,22 @@ ir_compact(Graph *g)
 
 /* -------------------------------------------------------------- values */
 
-/* Read a small file-backed tensor's bytes.  The loader has already checked
- * that the range lies inside a regular file within the model directory. */
+/* Read a small file-backed tensor's bytes, through the same rules as the
+ * loader's (ir/file.c): inside the model's directory, no symbolic link, a
+ * regular file that holds the whole range.  NULL if anything is off. */
 static void *
 read_file_bytes(Graph *g, const Tensor *t)
 {
-	char path[4096];
-	const char *f = g->files[t->file];
-	if (snprintf(path, sizeof path, "%s/%s", g->dir, f) >= (int)sizeof path)
-		return NULL;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char why[256];
+	int64_t size;
+	int fd = ir_file_open(g->dir, g->files[t->file], "weight file", "the model's directory",
+	    &size, why, sizeof why);
 	if (fd < 0)
 		return NULL;
+	if (t->offset < 0 || t->offset > size || t->length > size - t->offset) {
+		close(fd);
+		return NULL;
+	}
 	void *buf = ir_alloc(&g->arena, (size_t)t->length + 1);
 	int64_t got = 0;
 	while (got < t->length) {

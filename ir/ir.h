@@ -346,6 +346,29 @@ _Noreturn void die_at(const char *file, int line, const char *fmt, ...)
 #define die(...) die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define unreachable() die_at(__FILE__, __LINE__, "unreachable")
 
+/* --------------------------------------------------------- the checker */
+
+#define IR_MIN_OPSET 1
+#define IR_MAX_OPSET 18
+#define IR_MAX_DEVICES 65536            /* ranks of a mesh, micro-batches */
+#define IR_MAX_BYTES_LOG2 48
+#define IR_MAX_BYTES ((int64_t)1 << IR_MAX_BYTES_LOG2) /* one tensor, one arena */
+
+/*
+ * The rules every graph from outside passes, from the ONNX loader or the IR
+ * reader (ir/check.c): opset in range, supported dtypes, byte sizes within
+ * IR_MAX_BYTES, at least one output, attributes per ONNX's schema
+ * (ir/attrs.def), degrees that multiply to the mesh.  ir_reinfer runs shape
+ * inference over a graph read from text in order and fails where a
+ * declared type differs from what the inputs give.  False after a diag.
+ */
+bool ir_check(Graph *g);
+bool ir_reinfer(Graph *g);
+bool ir_dtype_supported(DType t);       /* not undefined, string or complex */
+/* Bytes of a tensor of this type, or -1 if a dim is negative or the size is
+ * over IR_MAX_BYTES (so sums of a few of them cannot overflow int64). */
+int64_t ir_shape_bytes(DType dt, int rank, const int64_t *dims);
+
 /* ------------------------------------------------- shape and constants */
 
 /*
@@ -357,6 +380,9 @@ _Noreturn void die_at(const char *file, int line, const char *fmt, ...)
 bool ir_infer_node(Graph *g, NodeId n);
 bool ir_infer_all(Graph *g);            /* every node in order */
 bool ir_eval_node(Graph *g, NodeId n);  /* true if it set the outputs' values */
+/* An integer Div/Mod by a known zero, or of a known minimum by -1: false
+ * after a diag (ir_infer_node calls it). */
+bool ir_check_division(Graph *g, NodeId n);
 /* The contents of t if known: inline bytes, a small integer weight (or a
  * float one of at most 16 elements) read from its file and cached, or an
  * evaluated value.  NULL if unknown or too large: floating-point
@@ -369,6 +395,45 @@ const void *ir_value(Graph *g, TensorId t);
 int64_t ir_node_flops(Graph *g, NodeId n);  /* floating-point operations */
 int64_t ir_node_bytes(Graph *g, NodeId n);  /* bytes read and written */
 
+/* ------------------------------------------------------- input files */
+
+/*
+ * Every file tapc reads is opened here (ir/file.c): regular files only,
+ * O_NONBLOCK, and read up to a cap.  dir == NULL: a path the user gave,
+ * opened as given.  Otherwise an untrusted path found inside a file,
+ * relative to dir: no absolute path, no ".." component, no symbolic link on
+ * the way (O_NOFOLLOW per component).  On failure `why`
+ * gets a phrase for the caller's diag line: "NOUN 'PATH' leaves WHERE",
+ * "not a regular file", ...
+ */
+bool ir_path_inside(const char *path);  /* relative, no ".." component, no '\' */
+int ir_file_open(const char *dir, const char *path, const char *noun, const char *where,
+    int64_t *size, char *why, size_t n);
+/* The same for a directory (untrusted path only): true if it opens. */
+bool ir_dir_inside(const char *dir, const char *path, const char *noun, const char *where,
+    char *why, size_t n);
+/* The whole file, NUL-terminated and malloc'd, if at most cap bytes. */
+char *ir_file_read(const char *dir, const char *path, const char *noun, const char *where,
+    int64_t cap, size_t *len, char *why, size_t n);
+
+/* ------------------------------------------- names into output files */
+
+/*
+ * Every name or path that reaches a generated file goes through the one
+ * writer of that file's context (ir/escape.c): a C string literal (with
+ * its quotes), C comment text, a make target or prerequisite (only after
+ * ir_make_path_ok accepted it; *bad gets the byte make cannot take), a JSON
+ * string (with quotes), an IR string (quoted, or the unquoted "# comment"
+ * form) and XML text.
+ */
+void ir_esc_c_string(FILE *f, const char *s);
+void ir_esc_c_comment(FILE *f, const char *s);
+bool ir_make_path_ok(const char *s, int *bad);
+void ir_esc_make(FILE *f, const char *s);
+void ir_esc_json(FILE *f, const char *s);
+void ir_esc_ir(FILE *f, const char *s, bool quoted);
+void ir_esc_xml(FILE *f, const char *s);
+
 /* ------------------------------------------------------ text form (IR) */
 
 void ir_print(FILE *f, Graph *g);
@@ -376,7 +441,13 @@ void ir_print(FILE *f, Graph *g);
 int *ir_print_numbers(Graph *g);
 /* A float that reads back as one: always has '.', 'e', "inf" or "nan". */
 void ir_put_float(FILE *f, double v, int digits);
-/* Parse the text form; NULL after diag errors.  path names the input for them. */
-Graph *ir_read(const char *text, size_t len, const char *path);
+/* Parse the text form (syntax only: the printer's inverse); NULL after diag
+ * errors.  path names the input for them. */
+Graph *ir_parse(const char *text, size_t len, const char *path);
+/* Parse, then check as a model is checked (ir_check, ir_reinfer): how tapc
+ * reads an IR file.  model: the model the user names (-model=FILE), or NULL
+ * for the one the header names, which must be a relative path inside the
+ * current directory. */
+Graph *ir_read(const char *text, size_t len, const char *path, const char *model);
 
 #endif

@@ -21,29 +21,10 @@ typedef struct {
 	int next;
 } Printer;
 
-/* s with C escapes (\\ \n \xHH, and \" when quoted); names from ONNX can
- * hold anything, and a dump must stay one line per node. */
-static void
-put_escaped(FILE *f, const char *s, bool quoted)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((quoted && *p == '"') || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
-		else
-			fputc(*p, f);
-	}
-}
-
 static void
 put_quoted(FILE *f, const char *s)
 {
-	fputc('"', f);
-	put_escaped(f, s, true);
-	fputc('"', f);
+	ir_esc_ir(f, s, true);
 }
 
 /* A float that reads back as a float: always has '.', 'e', "inf" or "nan". */
@@ -265,7 +246,7 @@ put_node(Printer *pr, NodeId id)
 		for (int col = (int)len; col < 60; col++)
 			fputc(' ', out);
 		fputs("  # ", out);
-		put_escaped(out, n->name, false);
+		ir_esc_ir(out, n->name, false);
 	}
 	fputc('\n', out);
 	free(line);

@@ -512,20 +512,6 @@ parse_type(Reader *r, TensorId id)
 		t->dims[i] = dims[i];
 }
 
-/* No absolute path and no ".." component. */
-static bool
-inside_dir(const char *f)
-{
-	if (!*f || *f == '/')
-		return false;
-	for (const char *c = f;; c++) {
-		if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || c[2] == 0))
-			return false;
-		if (!(c = strchr(c, '/')))
-			return true;
-	}
-}
-
 /* "@file+0x1a0": bytes in a file, never loaded here. */
 static void
 parse_location(Reader *r, TensorId id)
@@ -545,7 +531,7 @@ parse_location(Reader *r, TensorId id)
 	}
 	/* the same rule as the loader's: weights come from inside the model's
 	 * directory, since ir_value() may read small ones */
-	if (!inside_dir(file))
+	if (!ir_path_inside(file))
 		error(r, "weight file must be a relative path inside the model's directory");
 	if (r->p >= r->end || *r->p != '+')
 		error(r, "expected '+0x' offset after file name, found %s", found(r));
@@ -1013,6 +999,18 @@ parse_output(Reader *r)
 	ir_add_output(r->g, t);
 }
 
+/* dirname(path) in g's arena ("." for a bare name). */
+static const char *
+dir_of(Graph *g, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return ".";
+	char *dir = ir_alloc(&g->arena, slash - path + 2);
+	memcpy(dir, path, slash == path ? 1 : slash - path);
+	return dir;
+}
+
 /* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2 microbatches=4' */
 static void
 parse_header(Reader *r)
@@ -1038,16 +1036,10 @@ parse_header(Reader *r)
 		case 0: {
 			g->model = parse_string(r, "quoted model path");
 			/* weights are relative to the model's directory, as for the loader */
-			const char *slash = strrchr(g->model, '/');
-			char *dir = ir_alloc(&g->arena, slash ? slash - g->model + 2 : 2);
-			if (!slash)
-				strcpy(dir, ".");
-			else
-				memcpy(dir, g->model, slash == g->model ? 1 : slash - g->model);
-			g->dir = dir;
+			g->dir = dir_of(g, g->model);
 			break;
 		}
-		case 1: g->opset = parse_int(r, "opset", 0, INT64_MAX); break;
+		case 1: g->opset = parse_int(r, "opset", 0, INT64_MAX); break; /* ir_check bounds it */
 		case 2:
 			skip_space(r);
 			g->mesh.rows = small_int(r, "mesh rows");
@@ -1144,8 +1136,38 @@ parse(Reader *r, const char *text, size_t len)
 		}
 }
 
+/*
+ * The model an IR file names is untrusted like the rest of it: a relative
+ * path inside the current directory, no symbolic link on the way (its
+ * weights are then opened inside its directory by ir/file.c).  A model the
+ * user names (tapc -model=FILE) replaces it and is taken as given.
+ */
+static bool
+place_model(Graph *g, const char *path, const char *model)
+{
+	if (model) {
+		g->model = ir_strdup(&g->arena, model);
+		g->dir = dir_of(g, g->model);
+		return true;
+	}
+	if (!*g->model)
+		return true;
+	char why[600];
+	if (!ir_path_inside(g->model)) {
+		diag_file(path, "model path '%s' must be relative and inside the current directory "
+		    "(tapc -model=FILE names the model instead)", g->model);
+		return false;
+	}
+	if (strcmp(g->dir, ".") != 0 &&
+	    !ir_dir_inside(".", g->dir, "model directory", "the current directory", why, sizeof why)) {
+		diag_file(path, "%s", why);
+		return false;
+	}
+	return true;
+}
+
 Graph *
-ir_read(const char *text, size_t len, const char *path)
+ir_parse(const char *text, size_t len, const char *path)
 {
 	Reader *r = calloc(1, sizeof *r);
 	if (!r)
@@ -1172,4 +1194,24 @@ ir_read(const char *text, size_t len, const char *path)
 	free(r->ins.p);
 	free(r);
 	return g;
+}
+
+/* The text, then the checks a model gets: an IR file is no more trusted. */
+Graph *
+ir_read(const char *text, size_t len, const char *path, const char *model)
+{
+	path = path ? path : "<ir>";
+	Graph *g = ir_parse(text, len, path);
+	if (!g || !place_model(g, path, model))
+		goto fail;
+	/* problems found here are the IR file's: name it, not the model */
+	const char *m = g->model;
+	g->model = path;
+	bool ok = ir_check(g) && ir_reinfer(g);
+	g->model = m;
+	if (ok)
+		return g;
+fail:
+	ir_free(g);
+	return NULL;
 }

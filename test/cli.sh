@@ -211,4 +211,46 @@ expect 0 "-MF FILE" "$TAPC" $mlp -emit=ir -o "$tmp/x2.ir" -MF "$tmp/x2.deps"
 check "-MF target is the output file" has "$tmp/x2.deps" "^$tmp/x2.ir: test/e2e/mlp/model.onnx"
 check "-MF adds an empty rule per dependency" has "$tmp/x2.deps" "^test/e2e/mlp/model.onnx:$"
 expect 1 "-MD without -o" "$TAPC" $mlp -emit=ir -MD
+
+# outputs of a failed run (issue 11): nothing half-written, nothing lost
+mkdir "$tmp/holds" && cp test/e2e/mlp/model.onnx "$tmp/holds/mlp.onnx"
+expect 0 "a program directory beside its model" "$TAPC" "$tmp/holds/mlp.onnx" -o "$tmp/holds/prog"
+cp "$tmp/holds/prog/plan.json" "$tmp/holds/plan.json"
+expect 1 "-o at a tapc output directory holding the input model" "$TAPC" "$tmp/holds/mlp.onnx" -o "$tmp/holds"
+check "... refused: it holds the model" has "$tmp/err" "holds the model or a file it reads; not replacing it"
+check "... and the model survives" cmp -s "$tmp/holds/mlp.onnx" test/e2e/mlp/model.onnx
+expect 1 "an unwritable -MF" "$TAPC" $mlp -o "$tmp/mfprog" -MF "$tmp/no/such/dir/x.d"
+check "... names the file" has "$tmp/err" "cannot write '$tmp/no/such/dir/x.d'"
+check "... and leaves no program directory" test ! -e "$tmp/mfprog"
+if [ -w /dev/full ]; then
+	expect 1 "-emit=ir to a full device" sh -c "'$TAPC' $mlp -emit=ir > /dev/full"
+	check "... says so" has "$tmp/err" "cannot write standard output: No space left on device"
+fi
+expect 1 "@missing.rsp" "$TAPC" "@$tmp/missing.rsp" $mlp
+check "... names the response file" has "$tmp/err" "missing.rsp: cannot open: No such file or directory"
+printf '%s\n' "-mesh '1x2'" "-emit=\"ir\" -o '$tmp/with space.ir' -dp=\\2 -batch=2" >"$tmp/q.rsp"
+expect 0 "@file: quotes group words, a backslash escapes" "$TAPC" "@$tmp/q.rsp" $mlp
+check "... the quoted name" has "$tmp/with space.ir" "mesh=1x2 dp=2"
+printf -- "@%s\n" "$tmp/loop.rsp" >"$tmp/loop.rsp"
+expect 1 "@file that includes itself" "$TAPC" "@$tmp/loop.rsp" $mlp
+check "... stops at a depth" has "$tmp/err" "response files nest deeper than 16"
+expect 1 "-mesh with a sign" "$TAPC" $mlp -mesh=+1x2 -emit=ir
+expect 1 "-mesh with a blank" "$TAPC" $mlp "-mesh= 1x2" -emit=ir
+
+# program names never clash with the files of the directory
+cp test/e2e/mlp/model.onnx "$tmp/Makefile.onnx"
+expect 0 "a model named Makefile.onnx" "$TAPC" "$tmp/Makefile.onnx" -o "$tmp/mkprog"
+check "... builds Makefile.bin, not a second Makefile" has "$tmp/mkprog/Makefile" "^PROGRAM = Makefile.bin$"
+cp test/e2e/mlp/model.onnx "$tmp/-x.onnx"
+expect 0 "a model named -x.onnx" "$TAPC" "$tmp/-x.onnx" -o "$tmp/dashprog"
+check "... builds _x" has "$tmp/dashprog/Makefile" "^PROGRAM = _x$"
+
+# an IR file's model: inside the current directory unless -model names it
+"$TAPC" $mlp -emit=ir -o "$tmp/m.ir" 2>/dev/null
+sed 's|model="test/e2e/mlp/model.onnx"|model="/tmp/x.onnx"|' "$tmp/m.ir" >"$tmp/abs.ir"
+expect 1 "an IR file naming an absolute model" "$TAPC" "$tmp/abs.ir" -emit=ir
+check "... refused" has "$tmp/err" "model path '/tmp/x.onnx' must be relative"
+expect 0 "... unless -model names it" "$TAPC" "$tmp/abs.ir" -model=test/e2e/mlp/model.onnx -o "$tmp/modelprog"
+check "... the program reads the model -model named" has "$tmp/modelprog/main.c" '"model.onnx"'
+expect 1 "-model with an ONNX input" "$TAPC" $mlp -model=x.onnx -emit=ir
 finish

@@ -4,8 +4,10 @@
 #
 # Needs: TAPC (the built tapc) and srcdir (the source tree) in the
 # environment, as `make check` sets them.  For each case tapc runs from
-# test/diag/ on CASE.onnx or CASE/model.onnx with the arguments in
-# CASE.args (one per line) and -o into a fresh temporary directory.
+# test/diag/ on CASE.onnx, CASE.ir, CASE/model.onnx or CASE/model.ir with
+# the arguments in CASE.args (one per line) and -o into a fresh temporary
+# directory.  CASE/SYMLINKS ("LINK TARGET" lines) and CASE/FIFOS (one name
+# a line) are made in a copy of CASE/ first: git keeps neither.
 # A bad model must exit with status 1, print the expected first line and
 # leave that directory empty.  An empty CASE.expected is a positive
 # control: status 0, nothing on stderr, and the output file written.
@@ -28,6 +30,12 @@ for exp in "$diagdir"/*.expected; do
 	name=${name%.expected}
 	if [ -d "$diagdir/$name" ]; then
 		model=$name/model.onnx
+		if [ -f "$diagdir/$name/model.ir" ] ||
+		    grep -qx model.ir "$diagdir/$name/FIFOS" 2>/dev/null; then
+			model=$name/model.ir
+		fi
+	elif [ -f "$diagdir/$name.ir" ]; then
+		model=$name.ir
 	else
 		model=$name.onnx
 	fi
@@ -43,17 +51,26 @@ for exp in "$diagdir"/*.expected; do
 	fi
 	set -- "$@" -emit=ir -o "$out/result.ir"
 
-	# CASE/SYMLINKS lists "LINK TARGET" pairs to make in a copy of the case
+	# CASE/SYMLINKS lists "LINK TARGET" pairs, CASE/FIFOS names, to make
+	# in a copy of the case
 	rundir=$diagdir
-	if [ -f "$diagdir/$name/SYMLINKS" ]; then
+	if [ -f "$diagdir/$name/SYMLINKS" ] || [ -f "$diagdir/$name/FIFOS" ]; then
 		rundir=$work/cases
 		rm -rf "$rundir" && mkdir -p "$rundir" && cp -R "$diagdir/$name" "$rundir/" || exit 1
-		while read -r link target; do
-			ln -s "$target" "$rundir/$name/$link" || exit 1
-		done < "$diagdir/$name/SYMLINKS"
+		if [ -f "$diagdir/$name/SYMLINKS" ]; then
+			while read -r link target; do
+				ln -s "$target" "$rundir/$name/$link" || exit 1
+			done < "$diagdir/$name/SYMLINKS"
+		fi
+		if [ -f "$diagdir/$name/FIFOS" ]; then
+			while read -r fifo; do
+				mkfifo "$rundir/$name/$fifo" || exit 1
+			done < "$diagdir/$name/FIFOS"
+		fi
 	fi
-	(cd "$rundir" && exec "$TAPC" "$@") > "$work/stdout" 2> "$work/stderr"
+	(cd "$rundir" && exec timeout 20 "$TAPC" "$@") > "$work/stdout" 2> "$work/stderr"
 	rc=$?
+	[ "$rc" = 124 ] && echo "tapc: timed out (a hang)" >> "$work/stderr"
 	first=$(sed -n 1p "$work/stderr")
 	want=$(cat "$exp")
 	why=

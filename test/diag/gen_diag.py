@@ -103,7 +103,7 @@ def clean():
         p = os.path.join(HERE, n)
         if os.path.isdir(p) and not os.path.islink(p):
             shutil.rmtree(p)
-        elif n.endswith((".onnx", ".expected", ".args")):
+        elif n.endswith((".onnx", ".ir", ".expected", ".args")):
             os.unlink(p)
 
 
@@ -116,11 +116,22 @@ def case(name, data, msg, args=()):
     finish(name, name + ".onnx", msg, args)
 
 
-def dir_case(name, model, files=(), links=(), dirs=(), msg=""):
-    """An external-data case: CASE/model.onnx plus files {rel: bytes},
-    symlinks {rel: target} and directories."""
+def ir_case(name, text, msg, args=()):
+    """An IR-file case: CASE.ir holding text (IR files are untrusted too)."""
+    with open(os.path.join(HERE, name + ".ir"), "w") as f:
+        f.write(text)
+    finish(name, name + ".ir", msg, args)
+
+
+def dir_case(name, model, files=(), links=(), dirs=(), msg="", fifos=(), args=(), ir=None):
+    """An external-data case: CASE/model.onnx (or CASE/model.ir when ir is
+    its text, or when fifos names model.ir) plus files {rel: bytes},
+    symlinks {rel: target}, FIFOs and directories."""
     root = os.path.join(HERE, name)
     os.mkdir(root)
+    if fifos:  # made by test/diag.sh in a copy, like the symlinks
+        with open(os.path.join(root, "FIFOS"), "w") as f:
+            f.write("".join(x + "\n" for x in fifos))
     for d in dirs:
         os.makedirs(os.path.join(root, d))
     for rel, data in dict(files).items():
@@ -132,9 +143,22 @@ def dir_case(name, model, files=(), links=(), dirs=(), msg=""):
         with open(os.path.join(root, "SYMLINKS"), "w") as f:
             for rel, target in dict(links).items():
                 f.write("%s %s\n" % (rel, target))
-    with open(os.path.join(root, "model.onnx"), "wb") as f:
-        f.write(model.SerializeToString())
-    finish(name, name + "/model.onnx", msg, ())
+    input_name = "model.ir" if ir is not None or "model.ir" in fifos else "model.onnx"
+    if ir is not None:
+        with open(os.path.join(root, "model.ir"), "w") as f:
+            f.write(ir)
+    elif model is not None:
+        with open(os.path.join(root, "model.onnx"), "wb") as f:
+            f.write(model.SerializeToString())
+    finish(name, name + "/" + input_name, msg, args)
+
+
+def expect(name, line):
+    """A case whose first error line does not start with its input's path
+    (a command-line file, -MD): the whole line."""
+    with open(os.path.join(HERE, name + ".expected"), "w") as f:
+        f.write(line + "\n")
+    CASES[name] = line
 
 
 def finish(name, path, msg, args):
@@ -484,12 +508,12 @@ def cases_dir():
              files={"real/w.bin": W16}, dirs=["real"], links={"sub": "real"},
              msg="initializer 'w': external data location 'sub/w.bin' goes through a symbolic link")
     dir_case("ext_missing", ext_model([("location", "w.bin")]),
-             msg="initializer 'w': external data file 'w.bin': No such file or directory")
+             msg="initializer 'w': external data location 'w.bin': No such file or directory")
     dir_case("ext_not_dir", ext_model([("location", "w.bin/x")]), files={"w.bin": W16},
-             msg="initializer 'w': external data file 'w.bin/x': Not a directory")
+             msg="initializer 'w': external data location 'w.bin/x': Not a directory")
     dir_case("ext_is_dir", ext_model([("location", "sub")]), dirs=["sub"],
              files={"sub/w.bin": W16},   # git keeps no empty directory
-             msg="initializer 'w': external data 'sub' is not a regular file")
+             msg="initializer 'w': external data location 'sub' is not a regular file")
     dir_case("ext_no_location", ext_model([("offset", "0")]),
              msg="initializer 'w': external data has no location")
     dir_case("ext_beyond", ext_model([("location", "w.bin"), ("offset", "8"), ("length", "16")]),
@@ -510,10 +534,186 @@ def cases_dir():
              msg="initializer 'w': external data and values in the model at once")
 
 
+# ------------------------------------------------- issue 11: hostile input
+def cases_hostile():
+    """One or more cases per class of issue 11 (test/hostile.sh compiles the
+    injection models; these are what must be refused, or must now work)."""
+    f32 = TensorProto.FLOAT
+    # a name make cannot spell, with -MD: refused before anything is written
+    dir_case("make_unspellable", ext_model([("location", "w%.bin")]), files={"w%.bin": W16},
+             args=["-MD"])
+    expect("make_unspellable", "tapc: error: -MD: dependency 'make_unspellable/w%.bin' holds "
+           "byte 0x25, which a make rule cannot spell; rename it or leave out -MD/-MF")
+
+    # crashes in tapc, now compiled: a Constant whose value is in external
+    # data is a weight; a node reading one graph input twice, on two ranks
+    t = w_tensor("c", dims=(2, 2))
+    for k, v in (("location", "c.bin"),):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    t.data_location = TensorProto.EXTERNAL
+    g = tiny_graph(nodes=[helper.make_node("Constant", [], ["c"], value=t, name="k"),
+                          helper.make_node("Add", ["x", "c"], ["y"], name="add")],
+                   inputs=[helper.make_tensor_value_info("x", f32, [2, 2])],
+                   outputs=[helper.make_tensor_value_info("y", f32, [2, 2])])
+    dir_case("ok_constant_external", make_model(g), files={"c.bin": W16}, msg=None)
+    g = tiny_graph(nodes=[helper.make_node("ConstantOfShape", ["s"], ["y"], value=t, name="cos")],
+                   inputs=[], outputs=[helper.make_tensor_value_info("y", f32, [2, 2])],
+                   inits=[helper.make_tensor("s", TensorProto.INT64, [2], [2, 2])])
+    dir_case("attr_external", make_model(g), files={"c.bin": W16},
+             msg="node 'cos' (ConstantOfShape): attribute 'value': external data is only "
+                 "supported for a Constant's value")
+    g = tiny_graph(nodes=[helper.make_node("Mul", ["x", "x"], ["y"], name="sq")],
+                   inputs=[helper.make_tensor_value_info("x", f32, [2, 4])],
+                   outputs=[helper.make_tensor_value_info("y", f32, [2, 4])])
+    case("ok_same_input_twice", make_model(g), None, ["-mesh", "1x2"])
+
+    # byte counts: fit in int64 elements, not in bytes or any buffer
+    big = 1 << 61
+    g = tiny_graph(nodes=[helper.make_node("Expand", ["x", "s"], ["y"], name="exp")],
+                   inputs=[helper.make_tensor_value_info("x", f32, [1])],
+                   outputs=[helper.make_tensor_value_info("y", f32, [big])],
+                   inits=[helper.make_tensor("s", TensorProto.INT64, [1], [big])])
+    case("expand_bytes", make_model(g),
+         "node 'exp' (Expand): output 0 would be f32[%d], over tapc's limit of 2^48 bytes" % big)
+    g = tiny_graph(nodes=[helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos",
+                                           value=helper.make_tensor("v", f32, [1], [1.0]))],
+                   inputs=[], outputs=[helper.make_tensor_value_info("y", f32, [1 << 30, 1 << 30])],
+                   inits=[helper.make_tensor("s", TensorProto.INT64, [2], [1 << 30, 1 << 30])])
+    case("constofshape_bytes", make_model(g),
+         "node 'cos' (ConstantOfShape): output 0 would be f32[%d,%d], over tapc's limit of 2^48 bytes"
+         % (1 << 30, 1 << 30))
+    g = tiny_graph(inputs=[helper.make_tensor_value_info("x", f32, ["N", 1 << 20])],
+                   outputs=[helper.make_tensor_value_info("y", f32, ["N", 1 << 20])])
+    case("batch_bytes", make_model(g),
+         "input 'x': byte size is over tapc's limit of 2^48 bytes", ["-batch=1099511627776"])
+    case("degrees_overflow", ok_model(), None, ["-dp=65536", "-tp=65536"])
+    expect("degrees_overflow",
+           "tapc: error: -dp=65536 -tp=65536 -pp=0: 4294967296 ranks, over tapc's limit of 65536")
+
+    # integer Div/Mod that would trap: refused, naming the node
+    i64 = TensorProto.INT64
+    g = tiny_graph(nodes=[helper.make_node("Div", ["x", "z"], ["y"], name="div")],
+                   inputs=[helper.make_tensor_value_info("x", i64, [2])],
+                   outputs=[helper.make_tensor_value_info("y", i64, [2])],
+                   inits=[helper.make_tensor("z", i64, [2], [3, 0])])
+    case("div_zero", make_model(g),
+         "node 'div' (Div): integer division by zero: element 1 of input 1 is 0")
+    g = tiny_graph(nodes=[helper.make_node("Mod", ["x", "z"], ["y"], name="mod")],
+                   inputs=[helper.make_tensor_value_info("x", TensorProto.INT32, [2])],
+                   outputs=[helper.make_tensor_value_info("y", TensorProto.INT32, [2])],
+                   inits=[helper.make_tensor("z", TensorProto.INT32, [1], [0])])
+    case("mod_zero", make_model(g),
+         "node 'mod' (Mod): integer modulo by zero: element 0 of input 1 is 0")
+    g = tiny_graph(nodes=[helper.make_node("Div", ["a", "b"], ["y"], name="div")],
+                   inputs=[], outputs=[helper.make_tensor_value_info("y", i64, [1])],
+                   inits=[helper.make_tensor("a", i64, [1], [-(1 << 63)]),
+                          helper.make_tensor("b", i64, [1], [-1])])
+    case("div_min", make_model(g),
+         "node 'div' (Div): integer division overflows: i64's minimum -9223372036854775808 "
+         "by -1 (output element 0)")
+
+    # attributes of the wrong type, or unknown: errors, not defaults
+    def axis_concat(attr):
+        n = helper.make_node("Concat", ["x", "x"], ["y"], name="cat")
+        n.attribute.append(attr)
+        return make_model(tiny_graph(nodes=[n],
+                                     inputs=[helper.make_tensor_value_info("x", f32, [1, 4])],
+                                     outputs=[helper.make_tensor_value_info("y", f32, [1, 8])]))
+    case("attr_ints_for_int", axis_concat(helper.make_attribute("axis", [1, 2])),
+         "node 'cat' (Concat): attribute 'axis' is INTS, expected INT")
+    case("attr_float_for_int", axis_concat(helper.make_attribute("axis", 1.0)),
+         "node 'cat' (Concat): attribute 'axis' is FLOAT, expected INT")
+    n = helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=0.5)
+    case("attr_unknown", make_model(tiny_graph(nodes=[n])),
+         "node 'relu' (Relu): attribute 'alpha' is not an attribute of Relu")
+    n = helper.make_node("Squeeze", ["x"], ["y"], name="sq", axes=[0])
+    case("attr_wrong_opset", make_model(tiny_graph(
+        nodes=[n], outputs=[helper.make_tensor_value_info("y", f32, [4])])),
+         "node 'sq' (Squeeze): attribute 'axes' is not an attribute of Squeeze at opset 13 (opsets 1 to 12)")
+    case("attr_missing", make_model(tiny_graph(nodes=[helper.make_node("Cast", ["x"], ["y"], name="c")])),
+         "node 'c' (Cast): required attribute 'to' is missing")
+    # malformed numbers in external data
+    for nm, off in (("ext_space_offset", " -8"), ("ext_plus_offset", "+8")):
+        dir_case(nm, ext_model([("location", "w.bin"), ("offset", off)]), files={"w.bin": W16},
+                 msg="initializer 'w': external data offset '%s' is not a byte count" % off)
+
+    # hangs: a FIFO or a device where a file should be
+    dir_case("fifo_model", None, fifos=["model.onnx"], msg="not a regular file")
+    dir_case("fifo_ir", None, fifos=["model.ir"], msg="not a regular file")
+    dir_case("fifo_weight", ext_model([("location", "w.bin")]), fifos=["w.bin"],
+             msg="initializer 'w': external data location 'w.bin' is not a regular file")
+    dir_case("fifo_cluster", ok_model(), fifos=["c.txt"], args=["-cluster=fifo_cluster/c.txt"])
+    expect("fifo_cluster", "tapc: error: fifo_cluster/c.txt: not a regular file")
+    dir_case("fifo_rsp", ok_model(), fifos=["args.rsp"], args=["@fifo_rsp/args.rsp"])
+    expect("fifo_rsp", "tapc: error: fifo_rsp/args.rsp: not a regular file")
+    case("rsp_dev_zero", ok_model(), None, ["@/dev/zero"])
+    expect("rsp_dev_zero", "tapc: error: /dev/zero: not a regular file")
+    case("rsp_missing", ok_model(), None, ["@rsp_missing.nonexistent"])
+    expect("rsp_missing", "tapc: error: rsp_missing.nonexistent: cannot open: No such file or directory")
+
+    # IR files are untrusted exactly like models
+    relu = ('  %0 = input "x" f32[4]\n'
+            '  %1 = Relu %0 : f32[4]   # relu\n'
+            '  output %1 "y"\n')
+    ir_case("ir_model_absolute", 'graph "g" model="/etc/passwd" opset=13\n' + relu,
+            "model path '/etc/passwd' must be relative and inside the current directory "
+            "(tapc -model=FILE names the model instead)")
+    ir_case("ir_model_dotdot", 'graph "g" model="../../secret.onnx" opset=13\n' + relu,
+            "model path '../../secret.onnx' must be relative and inside the current directory "
+            "(tapc -model=FILE names the model instead)")
+    ir_case("ir_weight_dotdot", 'graph "g" model="m.onnx" opset=13\n'
+            '  %0 = input "x" f32[4]\n  %1 = weight "w" f32[4] @"../w.bin"+0x0\n'
+            '  %2 = Add %0, %1 : f32[4]\n  output %2 "y"\n',
+            "line 3: weight file must be a relative path inside the model's directory")
+    dir_case("ir_symlink_dir", None, dirs=["real"], links={"sub": "real"},
+             ir='graph "g" model="ir_symlink_dir/sub/m.onnx" opset=13\n' + relu,
+             msg="model directory 'ir_symlink_dir/sub' goes through a symbolic link")
+    ir_case("ir_lying_type", 'graph "g" model="m.onnx" opset=13\n'
+            '  %0 = input "x" f32[4]\n  %1 = Relu %0 : f32[9]   # relu\n  output %1 "y"\n',
+            "node 'relu' (Relu): output 0 is declared f32[9], but its inputs give f32[4]")
+    ir_case("ir_lying_dtype", 'graph "g" model="m.onnx" opset=13\n'
+            '  %0 = input "x" f32[4]\n  %1 = Relu %0 : f64[4]   # relu\n  output %1 "y"\n',
+            "node 'relu' (Relu): output 0 is declared f64[4], but its inputs give f32[4]")
+    ir_case("ir_degrees", 'graph "g" model="m.onnx" opset=13 mesh=1x1 dp=2147483647 tp=1 pp=1\n'
+            + relu,
+            "mesh=1x1 dp=2147483647 tp=1 pp=1: the degrees must be positive and multiply to "
+            "the mesh's devices (at most 65536)")
+    ir_case("ir_degrees_product", 'graph "g" model="m.onnx" opset=13 mesh=1x4 dp=65536 tp=65536 pp=1\n'
+            + relu,
+            "mesh=1x4 dp=65536 tp=65536 pp=1: the degrees must be positive and multiply to "
+            "the mesh's devices (at most 65536)")
+    for nm, op in (("ir_opset_zero", 0), ("ir_opset_big", 1000)):
+        ir_case(nm, 'graph "g" model="m.onnx" opset=%d\n' % op + relu,
+                "opset %d is not supported (tapc reads opsets 1 to 18)" % op)
+    ir_case("ir_string", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" str[4]\n'
+            '  %1 = Identity %0 : str[4]\n  output %1 "y"\n',
+            "input 'x': data type str is not supported")
+    ir_case("ir_complex", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" c64[4]\n'
+            '  %1 = Identity %0 : c64[4]\n  output %1 "y"\n',
+            "input 'x': data type c64 is not supported")
+    ir_case("ir_no_outputs", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
+            '  %1 = Relu %0 : f32[4]\n', "the graph has no outputs")
+    ir_case("ir_runtime_reshape", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
+            '  %1 = input "s" i64[2]\n  %2 = Reshape %0, %1 : f32[2,2]   # r\n  output %2 "y"\n',
+            "node 'r' (Reshape): input 1 's' is not a compile-time constant")
+    ir_case("ir_attr_type", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
+            '  %1 = Softmax %0 {axis=0.5} : f32[4]   # sm\n  output %1 "y"\n',
+            "node 'sm' (Softmax): attribute 'axis' is FLOAT, expected INT")
+    ir_case("ir_forward_ref", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
+            '  %1 = Relu %2 : f32[4]   # a\n  %2 = Neg %0 : f32[4]   # b\n  output %1 "y"\n',
+            "node 'a' (Relu): input 0 is used before the node that defines it")
+
+
+def ok_model():
+    return make_model(tiny_graph())
+
+
 def main():
     clean()
     cases_file()
     cases_dir()
+    cases_hostile()
     for name in sorted(CASES):
         for suffix in ("", ".onnx"):
             p = os.path.join(HERE, name + suffix)

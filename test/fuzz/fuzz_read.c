@@ -29,13 +29,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!null)
 		null = fopen("/dev/null", "w");
 	diag_stream = null;
-	Graph *g = ir_read((const char *)data, size, "fuzz.ir");
+	Graph *g = ir_read((const char *)data, size, "fuzz.ir", NULL);
 	if (!g)
 		return 0;
 	size_t n1, n2;
 	char *a = print_to_string(g, &n1);
 	ir_free(g);
-	Graph *h = ir_read(a, n1, "fuzz.ir");
+	Graph *h = ir_read(a, n1, "fuzz.ir", NULL);
 	if (!h)
 		abort(); /* printed text that does not read back */
 	char *b = print_to_string(h, &n2);

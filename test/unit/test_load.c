@@ -595,7 +595,7 @@ fifo_refused(void)
 	free(buf);
 	snprintf(fifo, sizeof fifo, "%s/w.bin", dir);
 	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
-	int st = load_in_child(model, "external data 'w.bin' is not a regular file");
+	int st = load_in_child(model, "external data location 'w.bin' is not a regular file");
 	if (st != 0)
 		fprintf(stderr, "\nFIFO as external data: %s\n",
 		    WIFSIGNALED(st) ? "blocked (killed by the alarm)" : "not refused as expected");

@@ -29,7 +29,7 @@ print_str(Graph *g, size_t *len)
 static Graph *
 read_str(const char *text)
 {
-	return ir_read(text, strlen(text), "t.ir");
+	return ir_parse(text, strlen(text), "t.ir");
 }
 
 static TensorId
@@ -189,7 +189,7 @@ static void
 roundtrip_text(const char *text, size_t len)
 {
 	quiet_diags();
-	Graph *g = ir_read(text, len, "rt.ir");
+	Graph *g = ir_parse(text, len, "rt.ir");
 	if (!g)
 		fprintf(stderr, "\n%s\n%s", diag_last, text);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -212,7 +212,7 @@ test_roundtrip_all_forms(void)
 	roundtrip_text(text, len);
 
 	/* the same structure, not just the same text */
-	Graph *h = ir_read(text, len, "rt.ir");
+	Graph *h = ir_parse(text, len, "rt.ir");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
 	CU_ASSERT_STRING_EQUAL(h->name, g->name);
 	CU_ASSERT_STRING_EQUAL(h->model, "dir/sub/model.onnx");
@@ -503,7 +503,7 @@ test_no_crash(void)
 		/* a private copy so ASan sees reads past the prefix */
 		char *p = malloc(n + 1);
 		memcpy(p, text, n);
-		ir_free(ir_read(p, n, "t.ir"));
+		ir_free(ir_parse(p, n, "t.ir"));
 		free(p);
 	}
 	static const char junk[] = "%_=,[]{}\"\\#@+:x0-9e.n \n\x00\xff";
@@ -517,7 +517,7 @@ test_no_crash(void)
 			seed = seed * 1103515245u + 12345u;
 			p[at] = (seed >> 16) & 1 ? (char)(seed >> 20) : junk[(seed >> 20) % (sizeof junk - 1)];
 		}
-		Graph *h = ir_read(p, len, "t.ir");
+		Graph *h = ir_parse(p, len, "t.ir");
 		if (h) {
 			/* whatever reads must also print */
 			char *s = print_str(h, NULL);
