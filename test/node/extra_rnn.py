@@ -286,7 +286,8 @@ def onnx_cases(outdir):
                   lens=[4, 2, 0], h0=True, c0=lstm, seed=6)
         onnx_case(outdir, low + "_seq_lens_const_layout1", op, direction="reverse", layout=1,
                   T=4, Bn=3, lens=[1, 4, 3], lens_const=True, weights_init=True, seed=7)
-        onnx_case(outdir, low + "_only_y", op, outs=(1, 0, 0), direction="reverse", seed=8)
+        onnx_case(outdir, low + "_only_y_batch1", op, outs=(1, 0, 0), direction="reverse", Bn=1,
+                  seed=8)
         onnx_case(outdir, low + "_opset7", op, opset=7, direction="bidirectional", h0=True,
                   seed=9)
     onnx_case(outdir, "lstm_only_y_c", "LSTM", outs=(0, 0, 1), h0=True, c0=True, seed=10)
