@@ -12,10 +12,28 @@
 
 #include "ir/ir.h"
 
+/* RNN, GRU, LSTM: per step and direction the products with W and R, and
+ * about ten operations per gate element (activations, state update).
+ * From the inputs, since any output may be omitted. */
+static int64_t
+rnn_flops(Graph *g, Node *n)
+{
+	Tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *r = &g->tensors[n->in[2]];
+	if (x->rank != 3 || w->rank != 3 || r->rank != 3)
+		return 0;
+	double steps = (double)x->dims[0] * (double)x->dims[1]; /* T * B in either layout */
+	double gates = (double)w->dims[0] * (double)w->dims[1]; /* D * G * H */
+	double f = steps * gates * (2.0 * ((double)w->dims[2] + (double)r->dims[2]) + 10.0);
+	return f < 9e18 ? (int64_t)f : INT64_MAX;
+}
+
 int64_t
 ir_node_flops(Graph *g, NodeId id)
 {
 	Node *n = &g->nodes[id];
+	if (n->op == OP_RNN || n->op == OP_GRU || n->op == OP_LSTM)
+		return n->nin >= 3 && n->in[0] != IR_NONE && n->in[1] != IR_NONE &&
+		    n->in[2] != IR_NONE ? rnn_flops(g, n) : 0;
 	Tensor *y = n->nout && n->out[0] != IR_NONE ? &g->tensors[n->out[0]] : NULL;
 	Tensor *a = n->nin && n->in[0] != IR_NONE ? &g->tensors[n->in[0]] : NULL;
 	if (!y || !a || y->rank < 0 || a->rank < 0)

@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ir/ir.h"
 
@@ -290,8 +291,8 @@ want_scalar(Graph *g, NodeId n, int i)
 
 /* ------------------------------------------------------------- arity */
 
-/* Input and output counts: min, max (-1: any).  Rows left zero take the
- * defaults of their kind (unary or binary elementwise). */
+/* Input and output counts: min, max (-1: any).  Rows left zero (omax 0)
+ * take the defaults of their kind (unary or binary elementwise). */
 static const struct {
 	signed char imin, imax, omin, omax;
 } arity[OP_COUNT] = {
@@ -317,6 +318,8 @@ static const struct {
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
 	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
+	/* every output of the recurrent ops is optional */
+	[OP_RNN] = {3, 6, 0, 2}, [OP_GRU] = {3, 6, 0, 2}, [OP_LSTM] = {3, 8, 0, 3},
 };
 
 static bool
@@ -325,7 +328,7 @@ check_arity(Graph *g, NodeId n)
 	Node *nd = ir_node(g, n);
 	int imin = arity[nd->op].imin, imax = arity[nd->op].imax;
 	int omin = arity[nd->op].omin, omax = arity[nd->op].omax;
-	if (omin == 0) {
+	if (omax == 0) {
 		imin = imax = ir_op_kind(nd->op) == OPK_BINARY ? 2 : 1;
 		omin = omax = 1;
 	}
@@ -1273,6 +1276,118 @@ infer_softmax(Graph *g, NodeId n)
 	return norm_axis(g, n, &axis, x->rank) && set_out(g, n, 0, x->dtype, &s);
 }
 
+/*
+ * RNN, GRU and LSTM (opsets 1 to 14): X [T,B,I] (layout 1: [B,T,I]),
+ * W [D,G*H,I], R [D,G*H,H], B [D,2*G*H], sequence_lens [B] (i32),
+ * initial_h and initial_c [D,B,H] ([B,D,H]), P [D,3*H]; G gates (1, 3, 4),
+ * D directions.  Y is [T,D,B,H] ([B,T,D,H]), Y_h and Y_c [D,B,H] ([B,D,H]).
+ */
+static const char *const rnn_acts[] = {
+	"Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu",
+	"ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus",
+};
+
+static bool
+rnn_shape_of(Graph *g, NodeId n, int i, const Shape *want)
+{
+	Tensor *t = in(g, n, i);
+	if (!t || (t->rank == want->rank &&
+	    memcmp(t->dims, want->d, sizeof want->d[0] * want->rank) == 0))
+		return true;
+	diag_node(g, n, "input %d is %s, expected %s", i, ts(t), ss(want));
+	return false;
+}
+
+static bool
+infer_rnn(Graph *g, NodeId n)
+{
+	Op op = ir_node(g, n)->op;
+	int gates = op == OP_LSTM ? 4 : op == OP_GRU ? 3 : 1;
+	int nfn = op == OP_LSTM ? 3 : op == OP_GRU ? 2 : 1;
+	Tensor *x = in(g, n, 0), *r = in(g, n, 2), *sl = in(g, n, 4);
+	if (!want_rank(g, n, 0, 3, 3) || !want_rank(g, n, 1, 3, 3) || !want_rank(g, n, 2, 3, 3))
+		return false;
+	if (x->dtype != DT_F32) {
+		diag_node(g, n, "input 0 is %s, but only f32 is supported", ts(x));
+		return false;
+	}
+	for (int i = 1; i < 8; i++)
+		if (i != 4 && !same_dtype(g, n, 0, i))
+			return false;
+	const char *dir = ir_attr_str(g, n, "direction", "forward");
+	int64_t nd = !strcmp(dir, "bidirectional") ? 2 :
+	    !strcmp(dir, "forward") || !strcmp(dir, "reverse") ? 1 : 0;
+	if (!nd) {
+		diag_node(g, n, "unknown direction '%s'", dir);
+		return false;
+	}
+	int64_t layout = ir_attr_int(g, n, "layout", 0);
+	if (layout != 0 && layout != 1) {
+		diag_node(g, n, "layout %lld, expected 0 or 1", (long long)layout);
+		return false;
+	}
+	int64_t T = x->dims[layout ? 1 : 0], B = x->dims[layout ? 0 : 1], I = x->dims[2];
+	int64_t H = r->dims[2], GH, GH2, H3;
+	const Attr *hs = ir_attr(g, n, "hidden_size");
+	if (hs && (hs->type != ATTR_INT || hs->i != H)) {
+		diag_node(g, n, "hidden_size %lld does not match input 2 %s",
+		    hs->type == ATTR_INT ? (long long)hs->i : -1LL, ts(r));
+		return false;
+	}
+	if (!mul_ck(H, gates, &GH) || !mul_ck(GH, 2, &GH2) || !mul_ck(H, 3, &H3)) {
+		diag_node(g, n, "hidden size %lld is too large", (long long)H);
+		return false;
+	}
+	Shape sw = {3, {nd, GH, I}}, sr = {3, {nd, GH, H}}, sb = {2, {nd, GH2}};
+	Shape sseq = {1, {B}}, sp = {2, {nd, H3}};
+	Shape sh = layout ? (Shape){3, {B, nd, H}} : (Shape){3, {nd, B, H}};
+	if (!rnn_shape_of(g, n, 1, &sw) || !rnn_shape_of(g, n, 2, &sr) ||
+	    !rnn_shape_of(g, n, 3, &sb) || !rnn_shape_of(g, n, 4, &sseq) ||
+	    !rnn_shape_of(g, n, 5, &sh) || (op == OP_LSTM && (!rnn_shape_of(g, n, 6, &sh) ||
+	    !rnn_shape_of(g, n, 7, &sp))))
+		return false;
+	if (sl) {
+		if (sl->dtype != DT_I32) {
+			diag_node(g, n, "input 4 (sequence_lens) is %s, expected i32", ts(sl));
+			return false;
+		}
+		const int32_t *v = ir_value(g, ir_node(g, n)->in[4]);
+		for (int64_t b = 0; v && b < B; b++)
+			if (v[b] < 0 || v[b] > T) {
+				diag_node(g, n, "sequence_lens[%lld] is %d, outside [0, %lld]",
+				    (long long)b, (int)v[b], (long long)T);
+				return false;
+			}
+	}
+	const Attr *acts = ir_attr(g, n, "activations");
+	if (acts) {
+		/* one list per direction; a bidirectional node may list one
+		 * for both, a one-way node two of which it uses the first */
+		if (acts->type != ATTR_STRINGS || (acts->n != nfn * nd && acts->n != nfn * (3 - nd))) {
+			diag_node(g, n, "activations has %d names, expected %lld", acts->type ==
+			    ATTR_STRINGS ? acts->n : 0, (long long)(nfn * nd));
+			return false;
+		}
+		for (int i = 0; i < acts->n; i++) {
+			size_t k = 0;
+			while (k < sizeof rnn_acts / sizeof *rnn_acts && strcasecmp(acts->ss[i], rnn_acts[k]))
+				k++;
+			if (k == sizeof rnn_acts / sizeof *rnn_acts) {
+				diag_node(g, n, "unknown activation '%s'", acts->ss[i]);
+				return false;
+			}
+		}
+	}
+	const Attr *clip = ir_attr(g, n, "clip");
+	if (clip && (clip->type != ATTR_FLOAT || !(clip->f > 0))) {
+		diag_node(g, n, "clip must be a positive float");
+		return false;
+	}
+	Shape y = layout ? (Shape){4, {B, T, nd, H}} : (Shape){4, {T, nd, B, H}};
+	return set_out(g, n, 0, x->dtype, &y) && set_out(g, n, 1, x->dtype, &sh) &&
+	    set_out(g, n, 2, x->dtype, &sh);
+}
+
 /* AllReduce keeps the shape; AllGather multiplies the split axis by the
  * number of parts, ReduceScatter and Shard divide it (tensor parallelism). */
 static bool
@@ -1352,6 +1467,7 @@ ir_infer_node(Graph *g, NodeId n)
 		return infer_pool(g, n);
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
 	case OP_Softmax: case OP_LogSoftmax: return infer_softmax(g, n);
+	case OP_RNN: case OP_GRU: case OP_LSTM: return infer_rnn(g, n);
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return infer_comm(g, n);
 	case OP_Div: case OP_Mod:

@@ -5,7 +5,7 @@
  * GraphNode (Node.group), GraphNodes are listed in topological order of
  * their first op, and each holds at most one "anchor": an op that owns a
  * weight or a unit of computation (MatMul, Gemm, Conv, an embedding
- * Gather, a normalization, a pooling).  Lighter ops join the GraphNode of
+ * Gather, a normalization, a pooling, a recurrent layer).  Lighter ops join the GraphNode of
  * an input's producer in the same name scope, so a MatMul takes its bias
  * Add and reshapes, a LayerNorm chain (ReduceMean, Sub, Pow, Sqrt, Div,
  * Mul, Add) stays together, and attention's scores, scale, mask and
@@ -25,6 +25,7 @@ is_anchor(Graph *g, Node *n)
 	case OP_MatMul: case OP_Gemm: case OP_Conv:
 	case OP_LayerNormalization: case OP_BatchNormalization: case OP_MaxPool:
 	case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
+	case OP_RNN: case OP_GRU: case OP_LSTM:
 		return true;
 	case OP_Gather: /* an embedding: the table is a weight */
 		return n->in[0] != IR_NONE && g->tensors[n->in[0]].kind == TK_WEIGHT;

@@ -735,6 +735,11 @@ tp_eval_node(TpState *s, NodeId n, int *convs)
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
 		rule_keep(s, n, 3u);    /* batch and channels */
 		break;
+	case OP_RNN: case OP_GRU: case OP_LSTM:
+		/* the recurrence needs every gate of the whole state at each
+		 * step: weights, states and sequence stay whole on every rank */
+		all_r(s, n);
+		break;
 	default:
 		if (k == OPK_UNARY || k == OPK_BINARY || k == OPK_VARIADIC)
 			rule_eltwise(s, n);

@@ -95,6 +95,9 @@ forced() {
 	fi
 	rm -rf "$out"
 }
+# the recurrent layers stay whole: a column-split projection reaches the LSTM
+# split (gathered first), the head's row split takes a slice of the RNN's output
+forced rnn 1x2 '/# \/proj_in\/MatMul$/s/tp=R/tp=S1/; /# \/head\/MatMul$/s/tp=R/tp=S0/'
 # the tied table: the embedding split by hidden, the output projection by vocabulary
 forced tied 1x2 '/# \/wte\/Gather$/s/tp=R/tp=S1/; /# \/Gemm$/s/tp=R/tp=S0/'
 forced tied 1x4 '/# \/wte\/Gather$/s/tp=R/tp=S1/; /# \/Gemm$/s/tp=R/tp=S0/'

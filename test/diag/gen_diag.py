@@ -413,6 +413,25 @@ def cases_file():
         "output 'y' is f32[4] at batch 2 but f32[4] at batch 1: data parallelism and "
         "micro-batches need the batch as dim 0 of every input and output", ["-dp=2", "-batch=2"])
 
+    # recurrent ops: W of 3 gates for an LSTM's 4, a constant sequence
+    # length past seq_length, an activation the spec does not name
+    def rnn(op, gates, w_rows, attrs, extra_inits=(), node_in=("x", "w", "r")):
+        return make_model(tiny_graph(
+            nodes=[helper.make_node(op, list(node_in), ["", "y"], name=op.lower(), **attrs)],
+            inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 3])],
+            outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4])],
+            inits=[helper.make_tensor("w", TensorProto.FLOAT, [1, w_rows, 3], [0.0] * w_rows * 3),
+                   helper.make_tensor("r", TensorProto.FLOAT, [1, 4 * gates, 4],
+                                      [0.0] * 16 * gates)] + list(extra_inits)), opset=14)
+    case("rnn_weight_shape", rnn("LSTM", 4, 12, {"hidden_size": 4}),
+         "node 'lstm' (LSTM): input 1 is f32[1,12,3], expected [1,16,3]")
+    case("rnn_seq_lens", rnn("LSTM", 4, 16, {"hidden_size": 4},
+                             [helper.make_tensor("len", TensorProto.INT32, [2], [3, 5])],
+                             ("x", "w", "r", "", "len")),
+         "node 'lstm' (LSTM): sequence_lens[1] is 5, outside [0, 3]")
+    case("rnn_activation", rnn("GRU", 3, 12, {"activations": ["Sigmoid", "Swish"]}),
+         "node 'gru' (GRU): unknown activation 'Swish'")
+
 
 def read_ld(b):
     """Split key + length off a length-delimited field; returns (key, body)."""

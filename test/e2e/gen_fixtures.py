@@ -25,6 +25,7 @@ Opsets:
     t5    opset 14   (encoder-decoder, RMSNorm, causal mask via tril -> Trilu)
     resmlp opset 13  (4 residual LayerNorm/Linear/ReLU/Linear blocks)
     tied  opset 13   (embedding table reused as the Gemm output projection)
+    rnn   opset 14   (LSTM, GRU and RNN nodes: recurrent layers stay replicated)
 All models but ln17 thus have LayerNorm decomposed into
 ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add.  Dim 0 of every input and output is
 symbolic ("batch"); all other dims are static.
@@ -439,6 +440,27 @@ class Tied(nn.Module):
         return logits.reshape(idx.shape[0], idx.shape[1], -1)
 
 
+class Recurrent(nn.Module):
+    """A sequence model of the three recurrent ONNX ops between Linear layers:
+    a 2-layer bidirectional LSTM, a GRU and a ReLU RNN, all batch_first (torch
+    exports the transposes to ONNX's [T,B,I] and the zero initial states as
+    ConstantOfShape of the batch)."""
+    def __init__(self, features=8, hidden=16, out=6):
+        super().__init__()
+        self.proj_in = nn.Linear(features, hidden)
+        self.lstm = nn.LSTM(hidden, hidden // 2, num_layers=2, bidirectional=True,
+                            batch_first=True)
+        self.gru = nn.GRU(hidden, hidden, batch_first=True)
+        self.rnn = nn.RNN(hidden, hidden, nonlinearity='relu', batch_first=True)
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x):
+        x, _ = self.lstm(F.relu(self.proj_in(x)))
+        x, _ = self.gru(x)
+        x, _ = self.rnn(x)
+        return self.head(x)
+
+
 # ---------------------------------------------------------------- inputs
 
 def gpt_inputs(batch, gen, seq=16, vocab=128):
@@ -485,6 +507,10 @@ def resnet_inputs(batch, gen):
     return {'x': torch.randn(batch, 3, 16, 16, generator=gen)}
 
 
+def rnn_inputs(batch, gen):
+    return {'x': torch.randn(batch, 6, 8, generator=gen)}
+
+
 # name: (seed, constructor, input fn, output names, opset, training mode)
 # Seeds are fixed per model (the first five are the 1234 + alphabetical index
 # they were generated with), so adding a model never changes another's files.
@@ -498,6 +524,7 @@ MODELS = {
     'resmlp': (1239, ResMLP, resmlp_inputs, ['y'], 13, None),
     'resnet': (1241, ResNet, resnet_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
     'tied': (1242, Tied, tied_inputs, ['logits'], 13, None),
+    'rnn': (1243, Recurrent, rnn_inputs, ['y'], 14, None),
 }
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 
