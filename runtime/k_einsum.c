@@ -9,11 +9,12 @@
  *
  *  - two f32/f64 operands whose every label is batch (in both operands and
  *    the output), M (first operand and output), N (second and output) or K
- *    (both operands, summed) are a batched GEMM.  An operand whose M and K
- *    labels (K and N) each merge into one strided dim is read in place,
- *    transposed where its unit stride says so (attention's
- *    "bhqd,bhkd->bhqk" reads both in place); otherwise it is copied into
- *    [batch, M, K] order first.  The product goes straight into the output
+ *    (both operands, summed) are a batched GEMM, unless the products are
+ *    tiny (M*N*K < 64 in a batch: an elementwise "ij,ij->ij").  An
+ *    operand whose M and K labels (K and N) each merge into one strided
+ *    dim is read in place, transposed where its unit stride says so
+ *    (attention's "bhqd,bhkd->bhqk" reads both in place); otherwise it is
+ *    copied into [batch, M, K] order first.  The product goes straight into the output
  *    when its M and N labels merge there (either way round: an [N, M]
  *    output swaps the operands), else into scratch and is permuted after;
  *  - one operand without summed labels (a transpose) is a strided copy;
@@ -320,6 +321,10 @@ try_gemm(taprt_ctx *cx, const taprt_node *n, const job *j)
 		memset(j->y, 0, (size_t)(j->ynumel * j->es));
 		return true;
 	}
+	/* a batch of tiny products ("ij,ij->ij" is M = N = K = 1 per element)
+	 * costs more in BLAS calls than in arithmetic */
+	if (batch > 1 && M * N * K < 64)
+		return false;
 	/* where the product goes: the output itself, transposed, or scratch */
 	bool direct = false, swap = false, tc;
 	int64_t ldc;
