@@ -59,20 +59,26 @@ typedef struct {
 
 /* ------------------------------------------------------------ strided copy */
 
-/* dst (dense, row-major over d[0..r)) = src viewed with element strides s. */
+/* dst (dense, row-major over d[0..r)) = src viewed with element strides s:
+ * unit dims dropped and contiguous neighbours merged first, so that a
+ * permutation keeping the last axis copies whole rows. */
 #define GATHER_VIEW(T)                                                        \
 	do {                                                                  \
 		const T *s_ = src;                                            \
 		T *d_ = dst;                                                  \
-		int64_t pos_[EINSUM_LABELS] = {0}, off_ = 0, in_ = d[r - 1], is_ = s[r - 1]; \
+		int64_t pos_[3 * EINSUM_MAX_RANK] = {0}, off_ = 0, in_ = vd[n - 1], is_ = vs[n - 1]; \
 		for (int64_t row_ = 0, rows_ = total / in_; row_ < rows_; row_++) { \
-			for (int64_t j_ = 0; j_ < in_; j_++)                  \
-				*d_++ = s_[off_ + j_ * is_];                  \
-			for (int k_ = r - 2; k_ >= 0; k_--) {                 \
-				off_ += s[k_];                                \
-				if (++pos_[k_] < d[k_])                       \
+			if (is_ == 1)                                         \
+				memcpy(d_, s_ + off_, (size_t)in_ * sizeof(T)); \
+			else                                                  \
+				for (int64_t j_ = 0; j_ < in_; j_++)          \
+					d_[j_] = s_[off_ + j_ * is_];         \
+			d_ += in_;                                            \
+			for (int k_ = n - 2; k_ >= 0; k_--) {                 \
+				off_ += vs[k_];                               \
+				if (++pos_[k_] < vd[k_])                      \
 					break;                                \
-				off_ -= s[k_] * d[k_];                        \
+				off_ -= vs[k_] * vd[k_];                      \
 				pos_[k_] = 0;                                 \
 			}                                                     \
 		}                                                             \
@@ -81,15 +87,26 @@ typedef struct {
 static void
 gather_view(void *dst, const void *src, int r, const int64_t *d, const int64_t *s, int es)
 {
-	int64_t total = 1, one = 1, zero = 0;
-	for (int i = 0; i < r; i++)
+	int64_t total = 1, vd[3 * EINSUM_MAX_RANK], vs[3 * EINSUM_MAX_RANK];
+	int n = 0;
+	for (int i = 0; i < r; i++) {
 		total *= d[i];
+		if (d[i] == 1)
+			continue;
+		if (n > 0 && vs[n - 1] == s[i] * d[i]) {
+			vd[n - 1] *= d[i];
+			vs[n - 1] = s[i];
+			continue;
+		}
+		vd[n] = d[i];
+		vs[n++] = s[i];
+	}
 	if (total == 0)
 		return;
-	if (r == 0) {
-		r = 1;
-		d = &one;
-		s = &zero;
+	if (n == 0) {
+		vd[0] = 1;
+		vs[0] = 0;
+		n = 1;
 	}
 	switch (es) {
 	case 1: GATHER_VIEW(uint8_t); break;
@@ -102,12 +119,19 @@ gather_view(void *dst, const void *src, int r, const int64_t *d, const int64_t *
 
 /* ------------------------------------------------------------ general loop */
 
+/* The last summed label is a tight loop (one and two operands unrolled);
+ * an odometer walks the others.  With no summed label it runs once. */
 #define GENERAL(E, T, A, sfx)                                                 \
 static void                                                                   \
 general_##sfx(const job *j, const int64_t *odim, int64_t (*ost)[EINSUM_MAX_RANK], \
     const int64_t *sdim, int64_t (*sst)[EINSUM_LABELS])                       \
 {                                                                             \
 	T *y = j->y;                                                          \
+	const T *x0 = j->x[0], *x1 = j->x[j->nin > 1 ? 1 : 0];                \
+	int ns = j->nsum > 0 ? j->nsum - 1 : 0;  /* odometer labels */        \
+	int64_t L = j->nsum > 0 ? sdim[ns] : 1;                               \
+	int64_t s0 = j->nsum > 0 ? sst[0][ns] : 0;                            \
+	int64_t s1 = j->nsum > 0 && j->nin > 1 ? sst[1][ns] : 0;              \
 	int64_t opos[EINSUM_MAX_RANK] = {0}, ooff[EINSUM_MAX_IN] = {0};       \
 	for (int64_t e = 0; e < j->ynumel; e++) {                             \
 		A acc = 0;                                                    \
@@ -115,11 +139,40 @@ general_##sfx(const job *j, const int64_t *odim, int64_t (*ost)[EINSUM_MAX_RANK]
 		for (int t = 0; t < j->nin; t++)                              \
 			soff[t] = ooff[t];                                    \
 		for (;;) {                                                    \
-			A p = 1;                                              \
-			for (int t = 0; t < j->nin; t++)                      \
-				p *= (A)((const T *)j->x[t])[soff[t]];        \
-			acc += p;                                             \
-			int k = j->nsum - 1;                                  \
+			if (j->nin <= 2) {                                    \
+				/* four partial sums: the adds overlap */     \
+				const T *p0 = x0 + soff[0];                   \
+				const T *p1 = j->nin > 1 ? x1 + soff[1] : x1; \
+				A a0 = 0, a1 = 0, a2 = 0, a3 = 0;             \
+				int64_t i = 0;                                \
+				if (j->nin == 1)                              \
+					for (; i + 4 <= L; i += 4) {          \
+						a0 += (A)p0[i * s0];          \
+						a1 += (A)p0[(i + 1) * s0];    \
+						a2 += (A)p0[(i + 2) * s0];    \
+						a3 += (A)p0[(i + 3) * s0];    \
+					}                                     \
+				else                                          \
+					for (; i + 4 <= L; i += 4) {          \
+						a0 += (A)p0[i * s0] * (A)p1[i * s1]; \
+						a1 += (A)p0[(i + 1) * s0] * (A)p1[(i + 1) * s1]; \
+						a2 += (A)p0[(i + 2) * s0] * (A)p1[(i + 2) * s1]; \
+						a3 += (A)p0[(i + 3) * s0] * (A)p1[(i + 3) * s1]; \
+					}                                     \
+				for (; i < L; i++)                            \
+					a0 += j->nin == 1 ? (A)p0[i * s0] :   \
+					    (A)p0[i * s0] * (A)p1[i * s1];    \
+				acc += (a0 + a1) + (a2 + a3);                 \
+			} else {                                              \
+				for (int64_t i = 0; i < L; i++) {             \
+					A p = 1;                              \
+					for (int t = 0; t < j->nin; t++)      \
+						p *= (A)((const T *)j->x[t])[soff[t] + \
+						    i * (j->nsum > 0 ? sst[t][ns] : 0)]; \
+					acc += p;                             \
+				}                                             \
+			}                                                     \
+			int k = ns - 1;                                       \
 			for (; k >= 0; k--) {                                 \
 				for (int t = 0; t < j->nin; t++)              \
 					soff[t] += sst[t][k];                 \
@@ -468,9 +521,17 @@ taprt_op_Einsum(taprt_ctx *cx, const taprt_node *n)
 	j.rank0 = rank[0];
 	for (int a = 0; a < rank[0]; a++)
 		j.lab0[a] = e.lab[0][a];
-	for (int l = 0; l < EINSUM_LABELS; l++)
-		if (j.size[l] >= 0 && !j.out[l])
-			j.sum[j.nsum++] = l;
+	/* summed labels in the operands' axis order: the last is the innermost
+	 * loop, so a reduction over the last axis walks memory in order */
+	bool listed[EINSUM_LABELS] = {false};
+	for (int t = 0; t < j.nin; t++)
+		for (int a = 0; a < rank[t]; a++) {
+			int l = e.lab[t][a];
+			if (!j.out[l] && !listed[l]) {
+				listed[l] = true;
+				j.sum[j.nsum++] = l;
+			}
+		}
 	bool isfloat = y->dtype == TAPRT_F32 || y->dtype == TAPRT_F64;
 	if (j.nin == 2 && isfloat && try_gemm(cx, n, &j))
 		return;
