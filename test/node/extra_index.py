@@ -190,13 +190,13 @@ def scatternd(out):
         ("scatternd_mul_i64", (3, 3), (4, 2), "mul", np.int64, 16),
         ("scatternd_max", (4, 5), (3, 1), "max", np.float32, 18),
         ("scatternd_min_f64", (2, 3, 4), (2, 2, 2), "min", np.float64, 18),
-        ("scatternd_add_i32_indices", (6,), (5, 1), "add", np.int32, 18),
+        ("scatternd_add_i32_data", (6,), (5, 1), "add", np.int32, 18),
     ]
     for name, shape, ishape, red, dt, opset in cases:
         data = rand(shape, dt)
         k = ishape[-1]
-        it = np.int32 if "i32_indices" in name else np.int64
-        idx = np.stack([indices(ishape[:-1], shape[j], it) for j in range(k)], axis=-1)
+        # ScatterND's indices are int64 only (GatherElements' and ScatterElements' may be int32)
+        idx = np.stack([indices(ishape[:-1], shape[j]) for j in range(k)], axis=-1)
         if name == "scatternd_none_duplicates":
             idx = np.array([[1], [3], [1], [-4]], dtype=np.int64)    # row 1 twice: last wins
         upd = rand(ishape[:-1] + shape[k:], dt)
@@ -334,7 +334,10 @@ def einsum(out):
         ("einsum_bmm", "bij,bjk->bik", [(3, 4, 5), (3, 5, 6)], f, ()),
         ("einsum_attention_scores", "bhqd,bhkd->bhqk", [(2, 3, 5, 4), (2, 3, 6, 4)], f, ()),
         ("einsum_attention_context", "bhqk,bhkd->bhqd", [(2, 3, 5, 6), (2, 3, 6, 4)], f, ()),
+        # ellipses of different lengths broadcast right-aligned, as numpy does
+        # (onnxruntime rejects them; the same length with 1s it accepts)
         ("einsum_ellipsis_bcast", "...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 6)], f, ()),
+        ("einsum_ellipsis_same_len", "...ij,...jk->...ik", [(2, 1, 3, 4), (1, 5, 4, 6)], f, ()),
         ("einsum_ellipsis_bcast_b", "...ij,...jk->...ik", [(3, 4, 5), (2, 3, 5, 6)], f, ()),
         ("einsum_ellipsis_small", "...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)], f, ()),
         ("einsum_bmm_bcast_batch", "bij,bjk->bik", [(1, 4, 5), (3, 5, 6)], f, ()),
