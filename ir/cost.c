@@ -11,6 +11,36 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "runtime/einsum.h"
+
+/* Einsum: a multiply-add per operand pair for every combination of the
+ * labels' values (2 * batch * M * N * K for a matrix product). */
+static int64_t
+einsum_flops(Graph *g, NodeId id)
+{
+	Node *n = &g->nodes[id];
+	const char *eq = ir_attr_str(g, id, "equation", NULL);
+	int rank[EINSUM_MAX_IN];
+	const int64_t *dims[EINSUM_MAX_IN];
+	if (!eq || n->nin > EINSUM_MAX_IN)
+		return 0;
+	for (int i = 0; i < n->nin; i++) {
+		if (n->in[i] == IR_NONE || g->tensors[n->in[i]].rank < 0)
+			return 0;
+		rank[i] = g->tensors[n->in[i]].rank;
+		dims[i] = g->tensors[n->in[i]].dims;
+	}
+	einsum_eq e;
+	int64_t size[EINSUM_LABELS], all = 1;
+	char err[200];
+	if (einsum_parse(eq, n->nin, rank, &e, err, sizeof err) ||
+	    einsum_sizes(&e, dims, size, err, sizeof err))
+		return 0;
+	for (int l = 0; l < EINSUM_LABELS; l++)
+		if (size[l] > 0 && __builtin_mul_overflow(all, size[l], &all))
+			return INT64_MAX / 4;
+	return n->nin > 1 ? 2 * (n->nin - 1) * all : all;
+}
 
 /* RNN, GRU, LSTM: per step and direction the products with W and R, and
  * about ten operations per gate element (activations, state update).
@@ -56,6 +86,18 @@ ir_node_flops(Graph *g, NodeId id)
 	}
 	case OP_Softmax: case OP_LogSoftmax: case OP_LayerNormalization:
 		return 5 * ir_numel(y);
+	case OP_Einsum:
+		return einsum_flops(g, id);
+	case OP_TopK: {
+		/* a sort of each line: n log2 n comparisons */
+		int64_t axis = ir_attr_int(g, id, "axis", -1), d;
+		int lg = 1;
+		axis = axis < 0 ? axis + a->rank : axis;
+		d = axis >= 0 && axis < a->rank ? a->dims[axis] : 1;
+		while (lg < 62 && (INT64_C(1) << lg) < d)
+			lg++;
+		return ir_numel(a) * lg;
+	}
 	default:
 		return ir_op_kind(n->op) == OPK_REDUCE ? ir_numel(a) : ir_numel(y);
 	}

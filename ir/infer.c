@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "ir/ir.h"
+#include "runtime/einsum.h"
 
 typedef struct {
 	int rank;
@@ -136,6 +137,15 @@ elem_i(DType dt, const void *p, int64_t i)
 	switch (dt) {
 	case DT_I64: return ((const int64_t *)p)[i];
 	case DT_I32: return ((const int32_t *)p)[i];
+	case DT_I16: return ((const int16_t *)p)[i];
+	case DT_I8: return ((const int8_t *)p)[i];
+	case DT_U8: return ((const uint8_t *)p)[i];
+	case DT_U16: return ((const uint16_t *)p)[i];
+	case DT_U32: return ((const uint32_t *)p)[i];
+	case DT_U64: {
+		uint64_t u = ((const uint64_t *)p)[i];
+		return u > INT64_MAX ? INT64_MAX : (int64_t)u;
+	}
 	case DT_F32: {
 		float f = ((const float *)p)[i];
 		return f >= -9e18f && f <= 9e18f ? (int64_t)f : 0;
@@ -320,6 +330,9 @@ static const struct {
 	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
 	/* every output of the recurrent ops is optional */
 	[OP_RNN] = {3, 6, 0, 2}, [OP_GRU] = {3, 6, 0, 2}, [OP_LSTM] = {3, 8, 0, 3},
+	[OP_GatherElements] = {2, 2, 1, 1}, [OP_ScatterElements] = {3, 3, 1, 1},
+	[OP_Scatter] = {3, 3, 1, 1}, [OP_ScatterND] = {3, 3, 1, 1}, [OP_OneHot] = {3, 3, 1, 1},
+	[OP_Einsum] = {1, -1, 1, 1}, [OP_CumSum] = {2, 2, 1, 1}, [OP_TopK] = {1, 2, 2, 2},
 };
 
 static bool
@@ -1048,7 +1061,313 @@ infer_pad(Graph *g, NodeId n)
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
+/* ------------------------------------------------------ indexing by data */
+
+/* The dtypes the computing kernels (scatter reductions, CumSum, TopK,
+ * Einsum) implement. */
+static bool
+is_arith(DType t)
+{
+	switch (t) {
+	case DT_F32: case DT_F64: case DT_I8: case DT_U8: case DT_I16: case DT_U16:
+	case DT_I32: case DT_U32: case DT_I64: case DT_U64:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool
+want_arith(Graph *g, NodeId n, int i, const char *what)
+{
+	Tensor *t = in(g, n, i);
+	if (is_arith(t->dtype))
+		return true;
+	diag_node(g, n, "input %d is %s, but %s needs f32, f64 or an integer type", i, ts(t), what);
+	return false;
+}
+
+static bool
+want_indices(Graph *g, NodeId n, int i)
+{
+	Tensor *t = in(g, n, i);
+	if (t->dtype == DT_I64 || t->dtype == DT_I32)
+		return true;
+	diag_node(g, n, "input %d is %s, expected i64 or i32 indices", i, ts(t));
+	return false;
+}
+
+/* Constant indices of input i along an axis of length d, checked now (the
+ * kernels check run-time ones); every `every`-th element from `first`. */
+static bool
+const_indices(Graph *g, NodeId n, int i, int64_t first, int64_t every, int64_t d, int axis)
+{
+	Tensor *t = in(g, n, i);
+	const void *v = ir_value(g, ir_node(g, n)->in[i]);
+	for (int64_t e = first; v && e < ir_numel(t); e += every) {
+		int64_t k = elem_i(t->dtype, v, e);
+		if (k < -d || k >= d) {
+			diag_node(g, n, "index %lld is out of range [-%lld, %lld) for axis %d", (long long)k,
+			    (long long)d, (long long)d, axis);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Indices of the data's rank whose other dims fit the data (GatherElements,
+ * ScatterElements). */
+static bool
+elements_shape(Graph *g, NodeId n, int64_t axis)
+{
+	Tensor *x = in(g, n, 0), *idx = in(g, n, 1);
+	if (idx->rank != x->rank) {
+		diag_node(g, n, "input 1 is %s, expected rank %d like input 0 %s", ts(idx), x->rank, ts(x));
+		return false;
+	}
+	for (int d = 0; d < x->rank; d++)
+		if (d != axis && idx->dims[d] > x->dims[d]) {
+			diag_node(g, n, "input 1 is %s, larger than input 0 %s in dim %d", ts(idx), ts(x), d);
+			return false;
+		}
+	return const_indices(g, n, 1, 0, 1, x->dims[axis], (int)axis);
+}
+
+static bool
+infer_gather_elements(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *idx = in(g, n, 1);
+	int64_t axis = ir_attr_int(g, n, "axis", 0);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_indices(g, n, 1) ||
+	    !norm_axis(g, n, &axis, x->rank) || !elements_shape(g, n, axis))
+		return false;
+	Shape s = shape_of(idx);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* The reduction attribute: known, allowed at the model's opset (add and
+ * mul came in 16, max and min in 18) and computable on the data's dtype. */
+static bool
+check_reduction(Graph *g, NodeId n)
+{
+	const char *r = ir_attr_str(g, n, "reduction", "none");
+	int since = !strcmp(r, "none") ? 0 : !strcmp(r, "add") || !strcmp(r, "mul") ? 16 :
+	    !strcmp(r, "max") || !strcmp(r, "min") ? 18 : -1;
+	if (since < 0) {
+		diag_node(g, n, "unknown reduction '%s'", r);
+		return false;
+	}
+	if (since && ir_node(g, n)->op == OP_Scatter) {
+		diag_node(g, n, "Scatter has no reduction (ScatterElements has, from opset 16)");
+		return false;
+	}
+	if (g->opset < since) {
+		diag_node(g, n, "reduction '%s' needs opset %d, the model has %lld", r, since, (long long)g->opset);
+		return false;
+	}
+	return !since || want_arith(g, n, 0, "a scatter reduction");
+}
+
+static bool
+infer_scatter_elements(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *idx = in(g, n, 1), *upd = in(g, n, 2);
+	int64_t axis = ir_attr_int(g, n, "axis", 0);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_indices(g, n, 1) ||
+	    !same_dtype(g, n, 0, 2) || !check_reduction(g, n) || !norm_axis(g, n, &axis, x->rank))
+		return false;
+	Shape si = shape_of(idx), su = shape_of(upd);
+	if (su.rank != si.rank || memcmp(su.d, si.d, sizeof su.d[0] * su.rank)) {
+		diag_node(g, n, "input 2 is %s, expected the shape of input 1 %s", ts(upd), ts(idx));
+		return false;
+	}
+	if (!elements_shape(g, n, axis))
+		return false;
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+static bool
+infer_scatternd(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *idx = in(g, n, 1), *upd = in(g, n, 2);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_rank(g, n, 1, 1, IR_MAX_RANK) ||
+	    !want_indices(g, n, 1) || !same_dtype(g, n, 0, 2) || !check_reduction(g, n))
+		return false;
+	int q = idx->rank;
+	int64_t k = idx->dims[q - 1];
+	if (k > x->rank) {
+		diag_node(g, n, "input 1 is %s: index tuples of %lld for input 0 %s of rank %d",
+		    ts(idx), (long long)k, ts(x), x->rank);
+		return false;
+	}
+	/* updates: indices' dims but the last, then data's dims from k on */
+	Shape want = {0, {0}};
+	bool fits = q - 1 + x->rank - k <= IR_MAX_RANK;
+	for (int i = 0; fits && i < q - 1; i++)
+		want.d[want.rank++] = idx->dims[i];
+	for (int i = (int)k; fits && i < x->rank; i++)
+		want.d[want.rank++] = x->dims[i];
+	Shape su = shape_of(upd);
+	if (!fits || su.rank != want.rank || memcmp(su.d, want.d, sizeof su.d[0] * su.rank)) {
+		if (fits)
+			diag_node(g, n, "input 2 is %s, expected %s", ts(upd), ss(&want));
+		else
+			diag_node(g, n, "input 2 is %s, expected rank %lld", ts(upd),
+			    (long long)(q - 1 + x->rank - k));
+		return false;
+	}
+	for (int j = 0; j < k; j++)
+		if (!const_indices(g, n, 1, j, k, x->dims[j], j))
+			return false;
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* A one-element numeric input known at compile time, as an integer
+ * (floats truncate, as a cast does). */
+static bool
+const_scalar(Graph *g, NodeId n, int i, const char *what, int64_t *v)
+{
+	Tensor *t = in(g, n, i);
+	const void *p = ir_value(g, ir_node(g, n)->in[i]);
+	if (!p) {
+		diag_node(g, n, "input %d '%s' is not a compile-time constant (the %s decides the output shape)",
+		    i, t->name, what);
+		return false;
+	}
+	if (ir_numel(t) != 1 || t->rank > 1 || !is_arith(t->dtype)) {
+		diag_node(g, n, "input %d (%s) is %s, expected one number", i, what, ts(t));
+		return false;
+	}
+	*v = elem_i(t->dtype, p, 0);
+	return true;
+}
+
+static bool
+infer_onehot(Graph *g, NodeId n)
+{
+	Tensor *idx = in(g, n, 0), *val = in(g, n, 2);
+	int64_t depth, axis = ir_attr_int(g, n, "axis", -1);
+	if (!want_arith(g, n, 0, "OneHot's indices") || !const_scalar(g, n, 1, "depth", &depth))
+		return false;
+	if (depth < 1) {
+		diag_node(g, n, "depth %lld is not positive", (long long)depth);
+		return false;
+	}
+	if (val->rank != 1 || val->dims[0] != 2) {
+		diag_node(g, n, "input 2 is %s, expected [off, on] values of shape [2]", ts(val));
+		return false;
+	}
+	if (idx->rank + 1 > IR_MAX_RANK) {
+		diag_node(g, n, "output rank %d is more than %d", idx->rank + 1, IR_MAX_RANK);
+		return false;
+	}
+	if (!norm_axis(g, n, &axis, idx->rank + 1))
+		return false;
+	Shape s = {0, {0}};
+	for (int i = 0; i <= idx->rank; i++)
+		s.d[s.rank++] = i == axis ? depth : idx->dims[i - (i > axis)];
+	return set_out(g, n, 0, val->dtype, &s);
+}
+
 /* --------------------------------------------------------------- NN */
+
+/* CumSum's axis may come at run time (it does not change the shape): the
+ * kernel checks it then; a constant one is checked now. */
+static bool
+infer_cumsum(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *at = in(g, n, 1);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_arith(g, n, 0, "CumSum"))
+		return false;
+	if ((at->dtype != DT_I64 && at->dtype != DT_I32) || ir_numel(at) != 1 || at->rank > 1) {
+		diag_node(g, n, "input 1 (axis) is %s, expected one i64 or i32", ts(at));
+		return false;
+	}
+	const void *v = ir_value(g, ir_node(g, n)->in[1]);
+	int64_t axis = v ? elem_i(at->dtype, v, 0) : 0;
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* TopK's k: the attribute at opset 1, a compile-time constant input from
+ * opset 10 (the outputs' shape depends on it). */
+static bool
+infer_topk(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	int64_t axis = ir_attr_int(g, n, "axis", -1);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_arith(g, n, 0, "TopK") ||
+	    !norm_axis(g, n, &axis, x->rank))
+		return false;
+	const int64_t *kl;
+	int cnt = int_list(g, n, g->opset >= 10 ? 1 : -1, "k", &kl);
+	if (cnt == -2)
+		return false;
+	if (cnt < 0) {
+		diag_node(g, n, "k is missing (%s)", g->opset >= 10 ? "input 1 from opset 10" :
+		    "an attribute before opset 10");
+		return false;
+	}
+	if (cnt != 1) {
+		diag_node(g, n, "k has %d values, expected one", cnt);
+		return false;
+	}
+	int64_t k = kl[0], d = x->dims[axis];
+	if (k < 0 || k > d) {
+		diag_node(g, n, "k %lld is out of range for dim %lld of %s", (long long)k, (long long)axis,
+		    ts(x));
+		return false;
+	}
+	Shape s = shape_of(x);
+	s.d[axis] = k;
+	return set_out(g, n, 0, x->dtype, &s) && set_out(g, n, 1, DT_I64, &s);
+}
+
+/* Einsum: the equation is parsed (and its dims checked) here, with
+ * runtime/einsum.h, the parser the kernel uses too. */
+static bool
+infer_einsum(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	const char *eq = ir_attr_str(g, n, "equation", NULL);
+	if (!eq) {
+		diag_node(g, n, "attribute 'equation' is missing");
+		return false;
+	}
+	int rank[EINSUM_MAX_IN];
+	const int64_t *dims[EINSUM_MAX_IN];
+	if (nd->nin > EINSUM_MAX_IN) {
+		diag_node(g, n, "%d operands, at most %d are supported", nd->nin, EINSUM_MAX_IN);
+		return false;
+	}
+	for (int i = 0; i < nd->nin; i++) {
+		if (!in(g, n, i)) {
+			diag_node(g, n, "input %d is missing", i);
+			return false;
+		}
+		if (!same_dtype(g, n, 0, i) || (i == 0 && !want_arith(g, n, 0, "Einsum")))
+			return false;
+		rank[i] = in(g, n, i)->rank;
+		dims[i] = in(g, n, i)->dims;
+	}
+	einsum_eq e;
+	int64_t size[EINSUM_LABELS];
+	char err[200];
+	if (einsum_parse(eq, nd->nin, rank, &e, err, sizeof err) ||
+	    einsum_sizes(&e, dims, size, err, sizeof err)) {
+		diag_node(g, n, "equation '%s': %s", eq, err);
+		return false;
+	}
+	Shape s = {e.orank, {0}};
+	for (int i = 0; i < e.orank; i++)
+		s.d[i] = size[e.olab[i]];
+	return set_out(g, n, 0, in(g, n, 0)->dtype, &s);
+}
+
 
 static bool
 infer_matmul(Graph *g, NodeId n)
@@ -1460,6 +1779,13 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_Tile: return infer_tile(g, n);
 	case OP_Trilu: return infer_trilu(g, n);
 	case OP_Pad: return infer_pad(g, n);
+	case OP_GatherElements: return infer_gather_elements(g, n);
+	case OP_ScatterElements: case OP_Scatter: return infer_scatter_elements(g, n);
+	case OP_ScatterND: return infer_scatternd(g, n);
+	case OP_OneHot: return infer_onehot(g, n);
+	case OP_CumSum: return infer_cumsum(g, n);
+	case OP_TopK: return infer_topk(g, n);
+	case OP_Einsum: return infer_einsum(g, n);
 	case OP_MatMul: return infer_matmul(g, n);
 	case OP_Gemm: return infer_gemm(g, n);
 	case OP_Conv: return infer_conv(g, n);

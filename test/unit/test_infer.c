@@ -575,6 +575,97 @@ test_chain(void)
 	ir_free(g);
 }
 
+#define ASTR(g, n, name, v) (ir_set_attr(g, n, name, ATTR_STRING)->s = (v))
+
+/* GatherElements, the scatters, OneHot, CumSum, TopK and Einsum. */
+static void
+test_index_ops(void)
+{
+	Graph *g = mk();
+	/* GatherElements: the output is the indices' shape; other dims may be
+	 * smaller than the data's, never larger */
+	SHAPE(g, NODE(g, GatherElements, 1, IN(g, DT_F32, 3, 4), IN(g, DT_I64, 5, 2)), 0, "f32[5,2]");
+	fails(g, NODE(g, GatherElements, 1, IN(g, DT_F32, 3, 4), IN(g, DT_I64, 2, 5)),
+	    "input 1 is i64[2,5], larger than input 0 f32[3,4] in dim 1");
+	NodeId n = NODE(g, GatherElements, 1, IN(g, DT_F32, 3, 4), CI(g, 1, -5));
+	fails(g, n, "input 1 is i64[2], expected rank 2 like input 0 f32[3,4]");
+	n = NODE(g, GatherElements, 1, IN(g, DT_F32, 4), CI(g, 1, -5));
+	fails(g, n, "index -5 is out of range [-4, 4) for axis 0");
+
+	/* scatters keep the data's shape; reductions by opset */
+	n = NODE(g, ScatterElements, 1, IN(g, DT_F32, 3, 4), IN(g, DT_I64, 2, 4), IN(g, DT_F32, 2, 4));
+	ASTR(g, n, "reduction", "max");
+	g->opset = 16;
+	fails(g, n, "reduction 'max' needs opset 18, the model has 16");
+	g->opset = 18;
+	SHAPE(g, n, 0, "f32[3,4]");
+	n = NODE(g, ScatterElements, 1, IN(g, DT_BOOL, 3), IN(g, DT_I64, 2), IN(g, DT_BOOL, 2));
+	ASTR(g, n, "reduction", "add");
+	fails(g, n, "input 0 is bool[3], but a scatter reduction needs f32, f64 or an integer type");
+	fails(g, NODE(g, Scatter, 1, IN(g, DT_F32, 3, 4), IN(g, DT_I64, 2, 4), IN(g, DT_F32, 4, 2)),
+	    "input 2 is f32[4,2], expected the shape of input 1 i64[2,4]");
+	/* ScatterND: updates are indices[:-1] + data[k:] */
+	SHAPE(g, NODE(g, ScatterND, 1, IN(g, DT_F32, 4, 5, 6), IN(g, DT_I64, 2, 3, 1),
+	    IN(g, DT_F32, 2, 3, 5, 6)), 0, "f32[4,5,6]");
+	fails(g, NODE(g, ScatterND, 1, IN(g, DT_F32, 4, 5, 6), IN(g, DT_I64, 2, 2), IN(g, DT_F32, 2, 5)),
+	    "input 2 is f32[2,5], expected [2,6]");
+	fails(g, NODE(g, ScatterND, 1, IN(g, DT_F32, 4, 5), IN(g, DT_I64, 2, 3), IN(g, DT_F32, 2)),
+	    "input 1 is i64[2,3]: index tuples of 3 for input 0 f32[4,5] of rank 2");
+	/* constant indices [1,-5] (k = 2 of [4,5]): -5 is outside [-4, 4) */
+	fails(g, NODE(g, ScatterND, 1, IN(g, DT_F32, 4, 5), CI(g, -5, 1), scalar(g, DT_F32)),
+	    "index -5 is out of range [-4, 4) for axis 0");
+
+	/* OneHot: depth inserted at axis, the values' dtype */
+	n = NODE(g, OneHot, 1, IN(g, DT_I64, 2, 3), CS(g, 7), IN(g, DT_I32, 2));
+	AINT(g, n, "axis", 1);
+	SHAPE(g, n, 0, "i32[2,7,3]");
+	SHAPE(g, NODE(g, OneHot, 1, IN(g, DT_F32, 2), cf(g, 4.5f), IN(g, DT_F32, 2)), 0, "f32[2,4]");
+	TensorId depth = scalar(g, DT_I64);
+	ir_tensor(g, depth)->name = "depth";
+	fails(g, NODE(g, OneHot, 1, IN(g, DT_I64, 2), depth, IN(g, DT_F32, 2)),
+	    "input 1 'depth' is not a compile-time constant (the depth decides the output shape)");
+	fails(g, NODE(g, OneHot, 1, IN(g, DT_I64, 2), CS(g, 0), IN(g, DT_F32, 2)),
+	    "depth 0 is not positive");
+
+	/* CumSum: a run-time axis is fine, a constant one is checked */
+	SHAPE(g, NODE(g, CumSum, 1, IN(g, DT_I32, 2, 3), scalar(g, DT_I32)), 0, "i32[2,3]");
+	fails(g, NODE(g, CumSum, 1, IN(g, DT_F32, 2, 3), CS(g, 2)), "axis 2 is out of range for rank 2");
+
+	/* TopK: k from the input (opset 10+) or the attribute (opset 1) */
+	n = NODE(g, TopK, 2, IN(g, DT_F32, 3, 10), CI(g, 4));
+	SHAPE(g, n, 0, "f32[3,4]");
+	CU_ASSERT_STRING_EQUAL(ty(g, n, 1), "i64[3,4]");
+	fails(g, NODE(g, TopK, 2, IN(g, DT_F32, 3, 10), CI(g, 11)), "k 11 is out of range for dim 1 of f32[3,10]");
+	g->opset = 1;
+	n = NODE(g, TopK, 2, IN(g, DT_F32, 6, 2));
+	AINT(g, n, "axis", 0);
+	AINT(g, n, "k", 5);
+	SHAPE(g, n, 1, "i64[5,2]");
+	fails(g, NODE(g, TopK, 2, IN(g, DT_F32, 6)), "k is missing (an attribute before opset 10)");
+	g->opset = 17;
+
+	/* Einsum: labels, ellipses, implicit outputs; errors name the equation */
+	n = NODE(g, Einsum, 1, IN(g, DT_F32, 2, 3, 5, 4), IN(g, DT_F32, 2, 3, 6, 4));
+	ASTR(g, n, "equation", "bhqd,bhkd->bhqk");
+	SHAPE(g, n, 0, "f32[2,3,5,6]");
+	n = NODE(g, Einsum, 1, IN(g, DT_F32, 7, 1, 3, 4), IN(g, DT_F32, 5, 4, 2));
+	ASTR(g, n, "equation", "...ij,...jk");
+	SHAPE(g, n, 0, "f32[7,5,3,2]");
+	n = NODE(g, Einsum, 1, IN(g, DT_F32, 4, 4));
+	ASTR(g, n, "equation", "ii");
+	SHAPE(g, n, 0, "f32[]");
+	n = NODE(g, Einsum, 1, IN(g, DT_F32, 3, 4), IN(g, DT_F32, 5, 6));
+	ASTR(g, n, "equation", "ij,jk->ik");
+	fails(g, n, "equation 'ij,jk->ik': label 'j' is 5 in operand 1 but 4 in an earlier operand");
+	n = NODE(g, Einsum, 1, IN(g, DT_F32, 3, 4));
+	ASTR(g, n, "equation", "ijk->i");
+	fails(g, n, "equation 'ijk->i': term 0 ('ijk') has 3 letters for operand 0 of rank 2");
+	n = NODE(g, Einsum, 1, IN(g, DT_F32, 3, 4), IN(g, DT_I64, 4));
+	ASTR(g, n, "equation", "ij,j->i");
+	fails(g, n, "input 1 is i64[4], expected f32 like input 0");
+	ir_free(g);
+}
+
 /* Dims from strangers' models: products and sums that overflow are errors. */
 static void
 test_overflow(void)
@@ -617,4 +708,5 @@ suite_infer(CU_pSuite s)
 	ADD(s, test_eval);
 	ADD(s, test_chain);
 	ADD(s, test_overflow);
+	ADD(s, test_index_ops);
 }
