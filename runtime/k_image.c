@@ -157,7 +157,9 @@ rz_get(taprt_ctx *cx, const taprt_node *n, const char *op, rz_params *p)
 
 /* The input coordinate of output index x along an axis (the spec's
  * coordinate_transformation_mode), in the ONNX reference's order of
- * operations; ow is the unrounded output length scale * in. */
+ * operations.  Like that reference (and the official node tests that come
+ * from it), align_corners and tf_crop_and_resize divide by the unrounded
+ * output length ow = scale * in, not by the output dim. */
 static double
 orig_coord(const rz_params *p, int d, int64_t x, int64_t in, int64_t out)
 {
@@ -167,8 +169,8 @@ orig_coord(const rz_params *p, int d, int64_t x, int64_t in, int64_t out)
 		double off = (double)in / 2 * (1 - (double)out / ow);
 		return off + (xd + 0.5) / s - 0.5;
 	}
-	case CT_PYTORCH:
-		return ow == 1 ? -0.5 : (xd + 0.5) / s - 0.5;
+	case CT_PYTORCH: /* the spec's 0 for one output; onnx's reference has -0.5 */
+		return out > 1 ? (xd + 0.5) / s - 0.5 : 0;
 	case CT_ALIGN:
 		return ow == 1 ? 0 : xd * (double)(in - 1) / (ow - 1);
 	case CT_ASYM:
