@@ -1323,7 +1323,13 @@ infer_conv_transpose(Graph *g, NodeId n)
 	Shape s = shape_of(x);
 	s.d[1] = m;
 	for (int i = 0; i < sp; i++) {
-		int64_t d = x->dims[2 + i], o, ek;
+		int64_t d = x->dims[2 + i], o, ek, full;
+		/* the unpadded extent, which output_shape and SAME_* pad against */
+		if (!mul_ck(w->dims[2 + i] - 1, dil[i], &ek) || !mul_ck(str[i], d - 1, &full) ||
+		    !add_ck(full, ek, &full) || !add_ck(full, opad[i], &full) || !add_ck(full, 1, &full)) {
+			diag_node(g, n, "spatial dim %d of %s is too large for strides and dilations", i, ts(x));
+			return false;
+		}
 		if (nos >= 0) {
 			o = os[i];
 		} else if (same) {

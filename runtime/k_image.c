@@ -287,34 +287,23 @@ fill_taps(const rz_params *p, axis_taps *t)
 	}
 }
 
-/* Store v into element i of a tensor of any dtype. */
-static void
-put(int dtype, void *data, int64_t i, double v)
-{
-	switch (dtype) {
-	case TAPRT_F32: ((float *)data)[i] = (float)v; break;
-	case TAPRT_F64: ((double *)data)[i] = v; break;
-	case TAPRT_I8: ((int8_t *)data)[i] = (int8_t)v; break;
-	case TAPRT_U8: case TAPRT_BOOL: ((uint8_t *)data)[i] = (uint8_t)v; break;
-	case TAPRT_I16: ((int16_t *)data)[i] = (int16_t)v; break;
-	case TAPRT_U16: ((uint16_t *)data)[i] = (uint16_t)v; break;
-	case TAPRT_I32: ((int32_t *)data)[i] = (int32_t)v; break;
-	case TAPRT_U32: ((uint32_t *)data)[i] = (uint32_t)v; break;
-	case TAPRT_I64: ((int64_t *)data)[i] = (int64_t)v; break;
-	case TAPRT_U64: ((uint64_t *)data)[i] = (uint64_t)v; break;
-	default: memset((char *)data + i * taprt_dtype_size(dtype), 0, taprt_dtype_size(dtype));
-	}
-}
-
-/* extrapolation_value converted once, as bytes of the output's dtype. */
+/* extrapolation_value as bytes of the output's dtype.  Integers go through
+ * int64 (a float out of an integer type's range converts undefinedly; an
+ * integer narrows by wrapping); NaN and values beyond int64 become 0. */
 static void
 extrap_bytes(int dtype, double v, unsigned char *out)
 {
-	double e = v;
-	/* out-of-range conversions to integers are undefined: clamp to 0 */
-	if (dtype != TAPRT_F32 && dtype != TAPRT_F64 && !(e > -9e18 && e < 9e18))
-		e = 0;
-	put(dtype, out, 0, e);
+	int64_t i = v > -9e18 && v < 9e18 ? (int64_t)v : 0;
+	memset(out, 0, 8);
+	switch (dtype) {
+	case TAPRT_F32: { float f = (float)v; memcpy(out, &f, 4); break; }
+	case TAPRT_F64: memcpy(out, &v, 8); break;
+	case TAPRT_I8: case TAPRT_U8: case TAPRT_BOOL: { uint8_t b = (uint8_t)i; memcpy(out, &b, 1); break; }
+	case TAPRT_I16: case TAPRT_U16: { uint16_t h = (uint16_t)i; memcpy(out, &h, 2); break; }
+	case TAPRT_I32: case TAPRT_U32: { uint32_t w = (uint32_t)i; memcpy(out, &w, 4); break; }
+	case TAPRT_I64: case TAPRT_U64: memcpy(out, &i, 8); break;
+	default: break;
+	}
 }
 
 /* nearest: y[j0,..] = x[idx0[j0],..]; every axis's offsets precomputed. */

@@ -614,6 +614,11 @@ test_conv_transpose(void)
 	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 1, 2), IN(g, DT_F32, 1, 1, 2));
 	AINTS(g, n, "pads", 3, 3);
 	fails(g, n, "spatial dim 0 of f32[1,1,2] gives output size -3");
+	/* (3-1) * 2^62 overflows, whatever output_shape says */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 1, 2), IN(g, DT_F32, 1, 1, 3));
+	AINTS(g, n, "dilations", (int64_t)1 << 62);
+	AINTS(g, n, "output_shape", 4);
+	fails(g, n, "spatial dim 0 of f32[1,1,2] is too large for strides and dilations");
 	ir_free(g);
 }
 
@@ -626,7 +631,7 @@ test_resize(void)
 	SHAPE(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, CF(g, 1, 1, 0.6f, 1.7f)), 0,
 	    "f32[1,1,2,10]");
 	/* an empty scales stands for an omitted one; sizes decide */
-	SHAPE(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, cfl(g, 0, NULL), CI(g, 1, 1, 7, 3)), 0,
+	SHAPE(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, cfl(g, 0, (float[]){0}), CI(g, 1, 1, 7, 3)), 0,
 	    "f32[1,1,7,3]");
 	/* opset 18 axes: only W, by 2.5 -> 15 */
 	NodeId n = NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, CF(g, 2.5f));
@@ -645,7 +650,7 @@ test_resize(void)
 	fails(g, n, "unknown keep_aspect_ratio_policy 'wider'");
 	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, CF(g, 1, 2), CI(g, 1, 8)),
 	    "scales and sizes are both given: one of them must be empty");
-	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, cfl(g, 0, NULL)),
+	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, cfl(g, 0, (float[]){0})),
 	    "one of input 2 (scales) and input 3 (sizes) must be given");
 	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, CF(g, 1, 2, 3)),
 	    "scales has 3 values, expected 2 for f32[1,4]");
