@@ -78,6 +78,7 @@ split_role(Graph *g, NodeId n)
 	case OP_Gemm:
 		return a == (ir_attr_int(g, n, "transB", 0) ? 0 : 1) ? "column" : "row";
 	case OP_Conv: return a == 0 ? "output channels" : a == 1 ? "input channels" : "spatial";
+	case OP_ConvTranspose: return a == 1 ? "output channels" : a == 0 ? "input channels" : "spatial";
 	case OP_Gather: return a == 0 ? "vocabulary" : "hidden";
 	default: return "split";
 	}

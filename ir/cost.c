@@ -84,7 +84,22 @@ ir_node_flops(Graph *g, NodeId id)
 			k *= w->dims[i];
 		return 2 * ir_numel(y) * k;
 	}
+	case OP_ConvTranspose: {
+		/* every input pixel meets every tap of its group's filters */
+		Tensor *w = &g->tensors[n->in[1]];
+		int64_t k = 1;
+		for (int i = 1; i < w->rank; i++)
+			k *= w->dims[i];
+		return 2 * ir_numel(a) * k;
+	}
+	case OP_Resize: case OP_Upsample: {
+		/* taps per output element: 1, 2 per axis (linear), 4 (cubic) */
+		const char *m = ir_attr_str(g, id, "mode", "nearest");
+		int64_t taps = !strcmp(m, "linear") ? 4 : !strcmp(m, "cubic") ? 16 : 1;
+		return 2 * taps * ir_numel(y);
+	}
 	case OP_Softmax: case OP_LogSoftmax: case OP_LayerNormalization:
+	case OP_InstanceNormalization:
 		return 5 * ir_numel(y);
 	case OP_Einsum:
 		return einsum_flops(g, id);

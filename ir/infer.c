@@ -333,6 +333,9 @@ static const struct {
 	[OP_GatherElements] = {2, 2, 1, 1}, [OP_ScatterElements] = {3, 3, 1, 1},
 	[OP_Scatter] = {3, 3, 1, 1}, [OP_ScatterND] = {3, 3, 1, 1}, [OP_OneHot] = {3, 3, 1, 1},
 	[OP_Einsum] = {1, -1, 1, 1}, [OP_CumSum] = {2, 2, 1, 1}, [OP_TopK] = {1, 2, 2, 2},
+	[OP_ConvTranspose] = {2, 3, 1, 1}, [OP_InstanceNormalization] = {3, 3, 1, 1},
+	[OP_Resize] = {1, 4, 1, 1}, [OP_Upsample] = {1, 2, 1, 1},
+	[OP_DepthToSpace] = {1, 1, 1, 1}, [OP_SpaceToDepth] = {1, 1, 1, 1},
 };
 
 static bool
@@ -1271,6 +1274,58 @@ infer_onehot(Graph *g, NodeId n)
 	return set_out(g, n, 0, val->dtype, &s);
 }
 
+/* DepthToSpace and SpaceToDepth: [N,C,H,W] with blocksize b moves b*b
+ * channels into b x b pixels and back. */
+static bool
+infer_depth_space(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	bool d2s = ir_node(g, n)->op == OP_DepthToSpace;
+	if (!want_rank(g, n, 0, 4, 4))
+		return false;
+	const Attr *a = ir_attr(g, n, "blocksize");
+	if (!a || a->type != ATTR_INT) {
+		diag_node(g, n, "attribute 'blocksize' is missing");
+		return false;
+	}
+	int64_t b = a->i, bb;
+	if (b < 1 || !mul_ck(b, b, &bb)) {
+		diag_node(g, n, "blocksize %lld is not positive", (long long)b);
+		return false;
+	}
+	Shape s = shape_of(x);
+	if (d2s) {
+		const char *mode = ir_attr_str(g, n, "mode", "DCR");
+		if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
+			diag_node(g, n, "unknown mode '%s', expected DCR or CRD", mode);
+			return false;
+		}
+		if (s.d[1] % bb) {
+			diag_node(g, n, "input 0 is %s, whose %lld channels do not divide by blocksize %lld squared",
+			    ts(x), (long long)s.d[1], (long long)b);
+			return false;
+		}
+		s.d[1] /= bb;
+		if (!mul_ck(s.d[2], b, &s.d[2]) || !mul_ck(s.d[3], b, &s.d[3])) {
+			diag_node(g, n, "input 0 is %s, too large for blocksize %lld", ts(x), (long long)b);
+			return false;
+		}
+	} else {
+		if (s.d[2] % b || s.d[3] % b) {
+			diag_node(g, n, "input 0 is %s, whose height and width do not divide by blocksize %lld",
+			    ts(x), (long long)b);
+			return false;
+		}
+		s.d[2] /= b;
+		s.d[3] /= b;
+		if (!mul_ck(s.d[1], bb, &s.d[1])) {
+			diag_node(g, n, "input 0 is %s, too large for blocksize %lld", ts(x), (long long)b);
+			return false;
+		}
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 /* --------------------------------------------------------------- NN */
 
 /* CumSum's axis may come at run time (it does not change the shape): the
@@ -1538,6 +1593,113 @@ infer_pool(Graph *g, NodeId n)
 	return set_out(g, n, 0, x->dtype, &s) && set_out(g, n, 1, DT_I64, &s);
 }
 
+/*
+ * ConvTranspose: X [N,C,D1..], W [C,M/group,k1..] -> [N,M,O1..] with
+ * O = stride*(D-1) + output_padding + (k-1)*dilation + 1 - pads, or
+ * output_shape when given (the kernel then derives the pads), or D*stride
+ * for SAME_UPPER/SAME_LOWER.
+ */
+static bool
+infer_conv_transpose(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *w = in(g, n, 1), *b = in(g, n, 2);
+	if (!want_rank(g, n, 0, 3, IR_MAX_RANK) || !same_dtype(g, n, 0, 1))
+		return false;
+	if (w->rank != x->rank) {
+		diag_node(g, n, "input 1 is %s, expected rank %d like input 0 %s", ts(w), x->rank, ts(x));
+		return false;
+	}
+	int sp = x->rank - 2;
+	int64_t grp = ir_attr_int(g, n, "group", 1), cin = x->dims[1], m;
+	if (grp < 1 || cin % grp || w->dims[0] != cin || !mul_ck(w->dims[1], grp, &m)) {
+		diag_node(g, n, "input 1 is %s, expected [%lld,M/group,...] with %lld channels divisible by group %lld",
+		    ts(w), (long long)cin, (long long)cin, (long long)grp);
+		return false;
+	}
+	if (b && (b->rank != 1 || b->dims[0] != m)) {
+		diag_node(g, n, "input 2 is %s, expected [%lld]", ts(b), (long long)m);
+		return false;
+	}
+	int64_t ks[IR_MAX_RANK], str[IR_MAX_RANK], dil[IR_MAX_RANK], opad[IR_MAX_RANK];
+	int64_t pads[2 * IR_MAX_RANK];
+	if (!attr_ints(g, n, "kernel_shape", sp, 1, 1, ks) ||
+	    !attr_ints(g, n, "strides", sp, 1, 1, str) ||
+	    !attr_ints(g, n, "dilations", sp, 1, 1, dil) ||
+	    !attr_ints(g, n, "output_padding", sp, 0, 0, opad) ||
+	    !attr_ints(g, n, "pads", 2 * sp, 0, 0, pads))
+		return false;
+	for (int i = 0; i < sp; i++)
+		if ((ir_attr(g, n, "kernel_shape") && ks[i] != w->dims[2 + i]) || w->dims[2 + i] < 1) {
+			diag_node(g, n, "kernel_shape does not match input 1 %s", ts(w));
+			return false;
+		}
+	const char *ap = ir_attr_str(g, n, "auto_pad", "NOTSET");
+	bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+	if (!same && strcmp(ap, "VALID") && strcmp(ap, "NOTSET")) {
+		diag_node(g, n, "unknown auto_pad '%s'", ap);
+		return false;
+	}
+	const int64_t *os;
+	int nos = int_list(g, n, -1, "output_shape", &os);
+	if (nos == -2)
+		return false;
+	if (nos >= 0 && nos != sp && nos != x->rank) {
+		diag_node(g, n, "output_shape has %d values, expected %d spatial dims", nos, sp);
+		return false;
+	}
+	if (nos == x->rank)
+		os += 2;                /* [N,C,D1..]: only the spatial dims count */
+	Shape s = shape_of(x);
+	s.d[1] = m;
+	for (int i = 0; i < sp; i++) {
+		int64_t d = x->dims[2 + i], o, ek, full;
+		/* the unpadded extent, which output_shape and SAME_* pad against */
+		if (!mul_ck(w->dims[2 + i] - 1, dil[i], &ek) || !mul_ck(str[i], d - 1, &full) ||
+		    !add_ck(full, ek, &full) || !add_ck(full, opad[i], &full) || !add_ck(full, 1, &full)) {
+			diag_node(g, n, "spatial dim %d of %s is too large for strides and dilations", i, ts(x));
+			return false;
+		}
+		if (nos >= 0) {
+			o = os[i];
+		} else if (same) {
+			if (!mul_ck(d, str[i], &o))
+				o = -1;
+		} else {
+			int64_t pb = strcmp(ap, "VALID") ? pads[i] : 0, pe = strcmp(ap, "VALID") ? pads[sp + i] : 0;
+			if (!mul_ck(w->dims[2 + i] - 1, dil[i], &ek) || !add_ck(ek, 1, &ek) ||
+			    !mul_ck(str[i], d - 1, &o) || !add_ck(o, ek, &o) || !add_ck(o, opad[i], &o) || !add_ck(o, -pb, &o) ||
+			    !add_ck(o, -pe, &o))
+				o = -1;
+		}
+		if (o < 0 || d < 1) {
+			diag_node(g, n, "spatial dim %d of %s gives output size %lld", i, ts(x), (long long)o);
+			return false;
+		}
+		s.d[2 + i] = o;
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* InstanceNormalization: X [N,C,D1..], scale and B [C]. */
+static bool
+infer_instance_norm(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	if (!want_rank(g, n, 0, 3, IR_MAX_RANK))
+		return false;
+	for (int i = 1; i < 3; i++) {
+		Tensor *t = in(g, n, i);
+		if (t->rank != 1 || t->dims[0] != x->dims[1]) {
+			diag_node(g, n, "input %d is %s, expected [%lld]", i, ts(t), (long long)x->dims[1]);
+			return false;
+		}
+		if (!same_dtype(g, n, 0, i))
+			return false;
+	}
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 static bool
 infer_norm(Graph *g, NodeId n)
 {
@@ -1707,6 +1869,182 @@ infer_rnn(Graph *g, NodeId n)
 	    set_out(g, n, 2, x->dtype, &sh);
 }
 
+/*
+ * The floats of input idx (Resize's scales): the count, -1 when the input
+ * is omitted or empty (Resize-11 takes an empty tensor for "absent"), -2
+ * after an error.  The values must be known at compile time.
+ */
+static int
+float_input(Graph *g, NodeId n, int idx, double *out, int max)
+{
+	Tensor *t = in(g, n, idx);
+	if (!t || ir_numel(t) == 0)
+		return -1;
+	if ((t->dtype != DT_F32 && t->dtype != DT_F64) || t->rank != 1) {
+		diag_node(g, n, "input %d is %s, expected a 1-D f32 list", idx, ts(t));
+		return -2;
+	}
+	const void *v = ir_value(g, ir_node(g, n)->in[idx]);
+	if (!v) {
+		diag_node(g, n, "input %d '%s' is not a compile-time constant", idx, t->name);
+		return -2;
+	}
+	int cnt = (int)ir_numel(t);
+	if (cnt > max) {
+		diag_node(g, n, "input %d has %d values, more than %d", idx, cnt, max);
+		return -2;
+	}
+	for (int i = 0; i < cnt; i++)
+		out[i] = elem_f(t->dtype, v, i);
+	return cnt;
+}
+
+static bool
+one_of(Graph *g, NodeId n, const char *attr, const char *dflt, const char *const *ok)
+{
+	const char *v = ir_attr_str(g, n, attr, dflt);
+	for (int i = 0; ok[i]; i++)
+		if (!strcmp(v, ok[i]))
+			return true;
+	diag_node(g, n, "unknown %s '%s'", attr, v);
+	return false;
+}
+
+/*
+ * Resize (opsets 10, 11, 13, 18) and Upsample (7, 9).  Upsample and
+ * Resize-10 take (X, scales); Resize-11 on (X, roi, scales, sizes), one of
+ * scales and sizes non-empty; opset 18 adds axes (scales/sizes then list
+ * only those axes) and keep_aspect_ratio_policy.  Output dims are
+ * floor(D * scale), or sizes, or round(D * s) with the policy's common s.
+ */
+static bool
+infer_resize(Graph *g, NodeId n)
+{
+	static const char *const modes[] = {"nearest", "linear", "cubic", NULL};
+	static const char *const cts[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+	    "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize", NULL};
+	static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil", NULL};
+	static const char *const kars[] = {"stretch", "not_larger", "not_smaller", NULL};
+	Tensor *x = in(g, n, 0);
+	bool up = ir_node(g, n)->op == OP_Upsample;
+	bool v10 = up || g->opset < 11; /* (X, scales), asymmetric coordinates */
+	int r = x->rank;
+	const char *mode = ir_attr_str(g, n, "mode", "nearest");
+	if (!one_of(g, n, "mode", "nearest", modes))
+		return false;
+	if (v10 && !strcmp(mode, "cubic")) {
+		diag_node(g, n, "mode cubic needs Resize at opset 11 or later");
+		return false;
+	}
+	if (strcmp(mode, "nearest") && x->dtype != DT_F32 && x->dtype != DT_F64) {
+		diag_node(g, n, "mode %s needs f32 or f64 data, input 0 is %s", mode, ts(x));
+		return false;
+	}
+	if (!v10 && (!one_of(g, n, "coordinate_transformation_mode", "half_pixel", cts) ||
+	    !one_of(g, n, "nearest_mode", "round_prefer_floor", nms) ||
+	    !one_of(g, n, "keep_aspect_ratio_policy", "stretch", kars)))
+		return false;
+	int64_t axes[IR_MAX_RANK];
+	int naxes = r;
+	for (int i = 0; i < r; i++)
+		axes[i] = i;
+	if (!v10) {
+		const int64_t *ax;
+		int k = int_list(g, n, -1, "axes", &ax);
+		unsigned mask;
+		if (k == -2 || (k >= 0 && !axes_mask(g, n, ax, k, r, &mask)))
+			return false;
+		if (k >= 0) {
+			naxes = k;
+			for (int i = 0; i < k; i++)
+				axes[i] = ax[i] < 0 ? ax[i] + r : ax[i];
+		}
+	}
+	double sc[IR_MAX_RANK];
+	int nsc, nsz = -1;
+	const int64_t *sizes = NULL;
+	if (up && !in(g, n, 1)) {
+		const Attr *a = ir_attr(g, n, "scales");
+		if (!a || a->type != ATTR_FLOATS) {
+			diag_node(g, n, "attribute 'scales' is missing");
+			return false;
+		}
+		nsc = a->n;
+		for (int i = 0; i < a->n && i < IR_MAX_RANK; i++)
+			sc[i] = a->fs[i];
+	} else {
+		nsc = float_input(g, n, v10 ? 1 : 2, sc, IR_MAX_RANK);
+	}
+	if (nsc == -2)
+		return false;
+	Tensor *tsz = v10 ? NULL : in(g, n, 3);
+	if (tsz && ir_numel(tsz) > 0 && (nsz = int_list(g, n, 3, NULL, &sizes)) == -2)
+		return false;
+	if (nsc >= 0 && nsz >= 0) {
+		diag_node(g, n, "scales and sizes are both given: one of them must be empty");
+		return false;
+	}
+	if (nsc < 0 && nsz < 0) {
+		diag_node(g, n, v10 ? "input 1 (scales) is missing or empty" :
+		    "one of input 2 (scales) and input 3 (sizes) must be given");
+		return false;
+	}
+	if ((nsc >= 0 ? nsc : nsz) != naxes) {
+		diag_node(g, n, "%s has %d values, expected %d for %s", nsc >= 0 ? "scales" : "sizes",
+		    nsc >= 0 ? nsc : nsz, naxes, ts(x));
+		return false;
+	}
+	Shape s = shape_of(x);
+	const char *kar = ir_attr_str(g, n, "keep_aspect_ratio_policy", "stretch");
+	if (nsc >= 0) {
+		for (int i = 0; i < naxes; i++) {
+			int64_t a = axes[i];
+			if (!(sc[i] > 0) || isinf(sc[i]) || (up && sc[i] < 1)) {
+				diag_node(g, n, "scale %g for axis %lld is not %s", sc[i], (long long)a,
+				    up ? "at least 1" : "positive");
+				return false;
+			}
+			double o = floor((double)x->dims[a] * sc[i]);
+			if (!(o < 0x1p62)) {
+				diag_node(g, n, "scale %g makes axis %lld of %s too large", sc[i], (long long)a, ts(x));
+				return false;
+			}
+			s.d[a] = (int64_t)o;
+		}
+	} else {
+		bool stretch = !strcmp(kar, "stretch");
+		double common = !strcmp(kar, "not_larger") ? INFINITY : -INFINITY;
+		for (int i = 0; i < naxes; i++) {
+			int64_t a = axes[i], d = x->dims[a];
+			if (sizes[i] < 0 || (d == 0 && sizes[i] != 0) || (!stretch && d == 0)) {
+				diag_node(g, n, "cannot resize axis %lld of %s to %lld", (long long)a, ts(x),
+				    (long long)sizes[i]);
+				return false;
+			}
+			s.d[a] = sizes[i];
+			double q = stretch ? 0 : (double)sizes[i] / (double)d;
+			common = !strcmp(kar, "not_larger") ? fmin(common, q) : fmax(common, q);
+		}
+		for (int i = 0; i < naxes && !stretch; i++) {
+			double o = common * (double)x->dims[axes[i]] + 0.5;
+			if (!(o < 0x1p62)) {
+				diag_node(g, n, "sizes make axis %lld of %s too large", (long long)axes[i], ts(x));
+				return false;
+			}
+			s.d[axes[i]] = (int64_t)o;
+		}
+	}
+	if (!v10 && !strcmp(ir_attr_str(g, n, "coordinate_transformation_mode", ""), "tf_crop_and_resize")) {
+		Tensor *roi = in(g, n, 1);
+		if (!roi || ir_numel(roi) != 2 * naxes) {
+			diag_node(g, n, "coordinate_transformation_mode tf_crop_and_resize needs input 1 (roi) with %d values",
+			    2 * naxes);
+			return false;
+		}
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 /* AllReduce keeps the shape; AllGather multiplies the split axis by the
  * number of parts, ReduceScatter and Shard divide it (tensor parallelism). */
 static bool
@@ -1786,9 +2124,13 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_CumSum: return infer_cumsum(g, n);
 	case OP_TopK: return infer_topk(g, n);
 	case OP_Einsum: return infer_einsum(g, n);
+	case OP_DepthToSpace: case OP_SpaceToDepth: return infer_depth_space(g, n);
 	case OP_MatMul: return infer_matmul(g, n);
 	case OP_Gemm: return infer_gemm(g, n);
 	case OP_Conv: return infer_conv(g, n);
+	case OP_ConvTranspose: return infer_conv_transpose(g, n);
+	case OP_InstanceNormalization: return infer_instance_norm(g, n);
+	case OP_Resize: case OP_Upsample: return infer_resize(g, n);
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
 		return infer_pool(g, n);
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);

@@ -61,6 +61,13 @@ hidden_of(const Graph *g, const Node *nd)
 		return g->tensors[w].dims[1];
 	case OP_Conv:
 		return w != IR_NONE && g->tensors[w].kind == TK_WEIGHT ? g->tensors[w].dims[0] : 0;
+	case OP_ConvTranspose: /* W is [C, M/group, k..] */
+		if (w == IR_NONE || g->tensors[w].kind != TK_WEIGHT)
+			return 0;
+		for (int k = 0; k < nd->nattr; k++)
+			if (!strcmp(nd->attr[k].name, "group") && nd->attr[k].i != 1)
+				return 0;
+		return g->tensors[w].dims[1];
 	case OP_Gather:
 		w = nd->in[0];
 		if (g->tensors[w].kind == TK_WEIGHT && g->tensors[w].rank == 2)

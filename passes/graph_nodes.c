@@ -4,8 +4,9 @@
  * Needs: strip-aux.  Guarantees: every live node belongs to exactly one
  * GraphNode (Node.group), GraphNodes are listed in topological order of
  * their first op, and each holds at most one "anchor": an op that owns a
- * weight or a unit of computation (MatMul, Gemm, Conv, an embedding
- * Gather, a normalization, a pooling, a recurrent layer).  Lighter ops join the GraphNode of
+ * weight or a unit of computation (MatMul, Gemm, Conv, ConvTranspose, an
+ * embedding Gather, a normalization, a pooling, a resampling, a
+ * recurrent layer).  Lighter ops join the GraphNode of
  * an input's producer in the same name scope, so a MatMul takes its bias
  * Add and reshapes, a LayerNorm chain (ReduceMean, Sub, Pow, Sqrt, Div,
  * Mul, Add) stays together, and attention's scores, scale, mask and
@@ -22,10 +23,10 @@ static bool
 is_anchor(Graph *g, Node *n)
 {
 	switch (n->op) {
-	case OP_MatMul: case OP_Gemm: case OP_Conv:
-	case OP_LayerNormalization: case OP_BatchNormalization: case OP_MaxPool:
-	case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
-	case OP_RNN: case OP_GRU: case OP_LSTM:
+	case OP_MatMul: case OP_Gemm: case OP_Conv: case OP_ConvTranspose:
+	case OP_LayerNormalization: case OP_BatchNormalization: case OP_InstanceNormalization:
+	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
+	case OP_Resize: case OP_Upsample: case OP_RNN: case OP_GRU: case OP_LSTM:
 		return true;
 	case OP_Gather: /* an embedding: the table is a weight */
 		return n->in[0] != IR_NONE && g->tensors[n->in[0]].kind == TK_WEIGHT;

@@ -101,7 +101,9 @@ tp_anchor_input(Graph *g, NodeId n)
 			}
 		break;
 	case OP_Gemm: w = g->tensors[nd->in[1]].kind == TK_WEIGHT ? 1 : -1; break;
-	case OP_Conv: w = g->tensors[nd->in[1]].kind == TK_WEIGHT ? 1 : -1; break;
+	case OP_Conv: case OP_ConvTranspose:
+		w = g->tensors[nd->in[1]].kind == TK_WEIGHT ? 1 : -1;
+		break;
 	case OP_Gather: w = g->tensors[nd->in[0]].kind == TK_WEIGHT ? 0 : -1; break;
 	default: return -1;
 	}
@@ -162,7 +164,7 @@ tp_blocks_for(Graph *g, NodeId n, int axis)
 		oaxis = y->rank - 1;
 	else if (nd->op == OP_Gemm && axis == (ir_attr_int(g, n, "transB", 0) ? 0 : 1))
 		oaxis = 1;
-	else if (nd->op == OP_Conv && axis == 0)
+	else if ((nd->op == OP_Conv && axis == 0) || (nd->op == OP_ConvTranspose && axis == 1))
 		oaxis = 1;
 	else if (nd->op == OP_Gather && axis > 0)
 		oaxis = y->rank - (wt->rank - axis);
@@ -481,6 +483,40 @@ rule_conv(TpState *s, NodeId n, bool fixed)
 	}
 }
 
+/* ConvTranspose's W is [C, M/group, k..]: output channels are axis 1, input
+ * channels axis 0 (the transpose of Conv's). */
+static void
+rule_conv_transpose(TpState *s, NodeId n, bool fixed)
+{
+	Graph *g = s->g;
+	Layout x = s->in[0], w = s->in[1];
+	bool bias = tin(s, n, 2) != NULL;
+	int64_t group = ir_attr_int(g, n, "group", 1);
+	all_r(s, n);
+	s->need[1] = w;
+	if (fixed && w.kind == L_S) {
+		if (group != 1 || w.axis > 1 || (w.axis == 0 && bias)) {
+			s->out[0].kind = -1; /* no pattern */
+			return;
+		}
+		if (w.axis == 1) { /* output channels */
+			if (bias)
+				s->need[2] = LS(0, w.blocks);
+			s->out[0] = LS(1, w.blocks);
+		} else { /* input channels: partial sums */
+			s->need[0] = LS(1, w.blocks);
+			s->out[0] = LP;
+		}
+		return;
+	}
+	if (!fixed)
+		s->need[1] = LR;
+	if (x.kind == L_S && x.axis == 0) { /* the batch */
+		s->need[0] = x;
+		s->out[0] = x;
+	}
+}
+
 static void
 rule_gather(TpState *s, NodeId n, bool fixed)
 {
@@ -652,6 +688,61 @@ rule_norm(TpState *s, NodeId n)
 	}
 }
 
+/* InstanceNormalization: statistics per image and channel, so a split of
+ * the batch or of the channels (with scale and B split alike) survives. */
+static void
+rule_instance_norm(TpState *s, NodeId n)
+{
+	Layout x = s->in[0];
+	all_r(s, n);
+	if (x.kind == L_S && x.axis <= 1) {
+		s->need[0] = x;
+		s->out[0] = x;
+		if (x.axis == 1)
+			s->need[1] = s->need[2] = LS(0, x.blocks);
+	}
+}
+
+/* The axes a Resize or Upsample leaves alone, along which it works
+ * independently: scale 1 in scales, or an axis opset 18's axes leave out.
+ * An axis sizes names keeps its full size in the rank's graph, so it is not
+ * one; tf_crop_and_resize's roi may move any axis. */
+static unsigned
+resize_keep(Graph *g, NodeId n)
+{
+	Node *nd = &g->nodes[n];
+	int r = g->tensors[nd->in[0]].rank;
+	bool up = nd->op == OP_Upsample, v10 = up || g->opset < 11;
+	if (!v10 && !strcmp(ir_attr_str(g, n, "coordinate_transformation_mode", ""),
+	    "tf_crop_and_resize"))
+		return 0;
+	int64_t ax[IR_MAX_RANK];
+	int na = v10 ? -1 : int_list(g, n, 99, "axes", ax, IR_MAX_RANK);
+	if (na < 0 || na > r) {
+		na = r;
+		for (int i = 0; i < r; i++)
+			ax[i] = i;
+	}
+	unsigned listed = 0;
+	for (int i = 0; i < na; i++)
+		listed |= 1u << norm(ax[i], r);
+	unsigned keep = ((1u << r) - 1) & ~listed;
+	const float *sc = NULL;
+	int ns = 0, si = v10 ? 1 : 2;
+	const Attr *a = up && (nd->nin < 2 || nd->in[1] == IR_NONE) ? ir_attr(g, n, "scales") : NULL;
+	if (a && a->type == ATTR_FLOATS) {
+		sc = a->fs;
+		ns = a->n;
+	} else if (si < nd->nin && nd->in[si] != IR_NONE && g->tensors[nd->in[si]].dtype == DT_F32) {
+		sc = ir_value(g, nd->in[si]);
+		ns = (int)ir_numel(&g->tensors[nd->in[si]]);
+	}
+	for (int i = 0; sc && ns == na && i < na; i++)
+		if (sc[i] == 1.0f)
+			keep |= 1u << norm(ax[i], r);
+	return keep;
+}
+
 static void
 rule_reduce(TpState *s, NodeId n)
 {
@@ -718,6 +809,10 @@ tp_eval_node(TpState *s, NodeId n, int *convs)
 		break;
 	case OP_Gemm: rule_gemm(s, n, w); break;
 	case OP_Conv: rule_conv(s, n, w == 1); break;
+	case OP_ConvTranspose: rule_conv_transpose(s, n, w == 1); break;
+	case OP_InstanceNormalization: rule_instance_norm(s, n); break;
+	case OP_Resize: case OP_Upsample: rule_keep(s, n, resize_keep(g, n)); break;
+	case OP_DepthToSpace: case OP_SpaceToDepth: rule_keep(s, n, 1u); break;
 	case OP_Gather: rule_gather(s, n, w == 0); break;
 	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
 		rule_reshape(s, n);

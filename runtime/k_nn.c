@@ -1,5 +1,6 @@
 /*
- * k_nn.c - the compute-heavy kernels: MatMul, Gemm, Conv and the pools.
+ * k_nn.c - the compute-heavy kernels: MatMul, Gemm, Conv, ConvTranspose and
+ * the pools.
  *
  * Needs: OpenBLAS's cblas for f32/f64 products (configure passes its flags).
  * Output shapes are set by tapc, so every kernel walks the output positions
@@ -11,6 +12,8 @@
  * naive loop.
  * Conv is im2col + gemm per image and group, with a per-thread scratch
  * buffer (ranks run as threads); a 1x1 stride-1 unpadded Conv skips im2col.
+ * ConvTranspose is the adjoint: one gemm W^T @ X per image and group into
+ * the scratch buffer, then col2im adds each product into its output pixel.
  */
 #include <cblas.h>
 #include <math.h>
@@ -493,6 +496,207 @@ taprt_op_Conv(taprt_ctx *cx, const taprt_node *n)
 	}
 	if (rc)
 		taprt_fail(cx, "node '%s' (Conv): out of memory for the im2col buffer",
+		    n->name);
+}
+
+/* ------------------------------------------------------- ConvTranspose */
+
+/*
+ * ConvTranspose's geometry in a geom: in/out are X's and Y's spatial
+ * sizes, pb the leading pad (output index o is position o + pb of the
+ * unpadded result).  With output_shape or SAME_* the pads come from the
+ * spec's total padding s*(D-1) + output_padding + (k-1)*d + 1 - O, split
+ * with floor division (the lower half at the start for SAME_UPPER, the
+ * upper half otherwise); a negative total leaves zeros at the end.
+ */
+static int
+convt_geom(taprt_ctx *cx, const taprt_node *n, const taprt_tensor *x,
+    const taprt_tensor *w, const taprt_tensor *y, geom *g)
+{
+	int ns = x->rank - 2;
+	memset(g, 0, sizeof *g);
+	if (ns < 1 || ns > 3 || w->rank != x->rank || y->rank != x->rank)
+		return taprt_fail(cx, "node '%s' (ConvTranspose): %d spatial dims, expected 1 to 3",
+		    n->name, ns);
+	int64_t st[3], dil[3], pads[6] = {0}, opad[3] = {0}, os[TAPRT_MAX_RANK];
+	int nst = taprt_ints(n, -1, "strides", st, 3);
+	int nd = taprt_ints(n, -1, "dilations", dil, 3);
+	int np = taprt_ints(n, -1, "pads", pads, 6);
+	int nop = taprt_ints(n, -1, "output_padding", opad, 3);
+	int nos = taprt_ints(n, -1, "output_shape", os, TAPRT_MAX_RANK);
+	if ((nst >= 0 && nst != ns) || (nd >= 0 && nd != ns) || (np >= 0 && np != 2 * ns) ||
+	    (nop >= 0 && nop != ns) || (nos >= 0 && nos != ns && nos != x->rank))
+		return taprt_fail(cx, "node '%s' (ConvTranspose): strides/dilations/pads/"
+		    "output_padding/output_shape do not match %d spatial dims", n->name, ns);
+	const char *ap = taprt_attr_str(n, "auto_pad", "NOTSET");
+	bool upper = !strcmp(ap, "SAME_UPPER"), same = upper || !strcmp(ap, "SAME_LOWER");
+	bool derive = same || nos >= 0;
+	int off = 3 - ns;
+	g->planes = x->dims[0] * x->dims[1];
+	g->isz = g->osz = 1;
+	for (int d = 0; d < 3; d++) {
+		int i = d - off;
+		if (i < 0) {
+			g->in[d] = g->out[d] = g->k[d] = g->st[d] = g->dil[d] = 1;
+			g->pb[d] = g->pe[d] = 0;
+			continue;
+		}
+		g->in[d] = x->dims[2 + i];
+		g->out[d] = y->dims[2 + i];
+		g->k[d] = w->dims[2 + i];
+		g->st[d] = nst < 0 ? 1 : st[i];
+		g->dil[d] = nd < 0 ? 1 : dil[i];
+		if (g->k[d] < 1 || g->st[d] < 1 || g->dil[d] < 1 || opad[i] < 0)
+			return taprt_fail(cx, "node '%s' (ConvTranspose): kernel %lld stride %lld"
+			    " dilation %lld, expected positive", n->name, (long long)g->k[d],
+			    (long long)g->st[d], (long long)g->dil[d]);
+		g->pb[d] = strcmp(ap, "VALID") ? pads[i] : 0;
+		if (derive) {
+			int64_t tot = g->st[d] * (g->in[d] - 1) + opad[i] +
+			    (g->k[d] - 1) * g->dil[d] + 1 - g->out[d];
+			int64_t half = tot >= 0 ? tot / 2 : -((-tot + 1) / 2); /* floor */
+			g->pb[d] = upper ? half : tot - half;
+		}
+		g->pe[d] = 0;           /* unused: the output size bounds the result */
+		g->isz *= g->in[d];
+		g->osz *= g->out[d];
+	}
+	return 0;
+}
+
+/*
+ * col2im, ConvTranspose's scatter: col[Mg * k0*k1*k2, in0*in1*in2] holds
+ * every (channel, tap, input position) product; each adds into the output
+ * position in*stride - pad + tap*dilation when that lies inside y.  The
+ * valid input columns of a tap are a range, found once per kw.
+ */
+#define COL2IM(E, T, s)                                                   \
+static void                                                               \
+col2im_##s(const T *col, int64_t M, const geom *g, T *y)                  \
+{                                                                         \
+	const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];     \
+	const int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2];        \
+	for (int64_t m = 0; m < M; m++)                                   \
+	for (int64_t kd = 0; kd < g->k[0]; kd++)                          \
+	for (int64_t kh = 0; kh < g->k[1]; kh++)                          \
+	for (int64_t kw = 0; kw < g->k[2]; kw++, col += g->isz) {         \
+		int64_t base = kw * g->dil[2] - g->pb[2];                 \
+		int64_t lo = ceil_clamp(-base, g->st[2], I2);             \
+		int64_t hi = ceil_clamp(O2 - base, g->st[2], I2);         \
+		if (hi <= lo)                                             \
+			continue;                                         \
+		for (int64_t id = 0; id < I0; id++) {                     \
+			int64_t od = id * g->st[0] - g->pb[0] + kd * g->dil[0]; \
+			if (od < 0 || od >= O0)                           \
+				continue;                                 \
+			for (int64_t ih = 0; ih < I1; ih++) {             \
+				int64_t oh = ih * g->st[1] - g->pb[1] +   \
+				    kh * g->dil[1];                       \
+				if (oh < 0 || oh >= O1)                   \
+					continue;                         \
+				const T *cr = col + (id * I1 + ih) * I2;  \
+				T *yr = y + ((m * O0 + od) * O1 + oh) * O2; \
+				if (g->st[2] == 1)                        \
+					for (int64_t iw = lo; iw < hi; iw++) \
+						yr[iw + base] += cr[iw];  \
+				else                                      \
+					for (int64_t iw = lo; iw < hi; iw++) \
+						yr[iw * g->st[2] + base] += cr[iw]; \
+			}                                                 \
+		}                                                         \
+	}                                                                 \
+}
+FLOAT_TYPES(COL2IM)
+#undef COL2IM
+
+/* One ConvTranspose in type T: per image and group, col = W_g^T @ X_g
+ * ([Mg*KK, Cg] x [Cg, P]) by one gemm, then col2im into y (bias first). */
+#define CONVT(T, s, gemm_t)                                               \
+static int                                                                \
+convt_##s(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t C, \
+    int64_t M, int64_t G, const geom *g)                                  \
+{                                                                         \
+	int64_t Cg = C / G, Mg = M / G;                                   \
+	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->isz, O = g->osz; \
+	T *col = taprt_scratch((size_t)Mg * KK * P * sizeof(T));          \
+	if (!col)                                                         \
+		return -1;                                                \
+	for (int64_t b = 0; b < N; b++)                                   \
+		for (int64_t gi = 0; gi < G; gi++) {                      \
+			T *yg = y + (b * M + gi * Mg) * O;                \
+			for (int64_t m = 0; m < Mg; m++) {                \
+				T v = bias ? bias[gi * Mg + m] : 0;       \
+				for (int64_t p = 0; p < O; p++)           \
+					yg[m * O + p] = v;                \
+			}                                                 \
+			if (Cg == 0)                                      \
+				continue;                                 \
+			gemm_t(Mg * KK, P, Cg, w + gi * Cg * Mg * KK, Mg * KK, \
+			    x + (b * C + gi * Cg) * P, P, col, P);        \
+			col2im_##s(col, Mg, g, yg);                       \
+		}                                                         \
+	return 0;                                                         \
+}
+
+/* c[M,N] = a^T @ b with a stored [K, M] (lda) and b [K, N]. */
+static void
+sgemm_tn(int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
+    const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)M,
+	    (blasint)N, (blasint)K, 1.0f, a, (blasint)lda, b, (blasint)ldb,
+	    0.0f, c, (blasint)ldc);
+}
+
+static void
+dgemm_tn(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,
+    const double *b, int64_t ldb, double *c, int64_t ldc)
+{
+	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)M,
+	    (blasint)N, (blasint)K, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
+	    c, (blasint)ldc);
+}
+
+CONVT(float, f32, sgemm_tn)
+CONVT(double, f64, dgemm_tn)
+#undef CONVT
+
+void
+taprt_op_ConvTranspose(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x = n->in[0], *w = n->in[1];
+	const taprt_tensor *b = taprt_input(n, 2);
+	taprt_tensor *y = n->out[0];
+	int64_t G = taprt_attr_int(n, "group", 1);
+	int64_t C = x->dims[1], M = y->dims[1];
+	geom g;
+
+	if (y->numel == 0)
+		return;
+	if (G < 1 || C % G || M % G || w->dims[0] != C || w->dims[1] != M / G) {
+		taprt_fail(cx, "node '%s' (ConvTranspose): group %lld does not fit %lld input"
+		    " and %lld output channels", n->name, (long long)G, (long long)C,
+		    (long long)M);
+		return;
+	}
+	if (convt_geom(cx, n, x, w, y, &g))
+		return;
+	int rc;
+	switch (y->dtype) {
+	case TAPRT_F32:
+		rc = convt_f32(x->data, w->data, b ? b->data : NULL, y->data,
+		    x->dims[0], C, M, G, &g);
+		break;
+	case TAPRT_F64:
+		rc = convt_f64(x->data, w->data, b ? b->data : NULL, y->data,
+		    x->dims[0], C, M, G, &g);
+		break;
+	default:
+		unsupported(cx, n, "ConvTranspose", y->dtype);
+		return;
+	}
+	if (rc)
+		taprt_fail(cx, "node '%s' (ConvTranspose): out of memory for the col2im buffer",
 		    n->name);
 }
 

@@ -1,7 +1,7 @@
 /*
  * k_reduce.c - reductions and normalizations: ReduceMean/Sum/Max/Min/Prod/
- * SumSquare, ArgMax/ArgMin, Softmax/LogSoftmax, LayerNormalization and
- * BatchNormalization.
+ * SumSquare, ArgMax/ArgMin, Softmax/LogSoftmax, LayerNormalization,
+ * BatchNormalization and InstanceNormalization.
  *
  * Needs: output dtypes, shapes and buffers set by tapc.  Reductions first
  * merge neighbouring axes that are both reduced or both kept, then walk the
@@ -12,8 +12,8 @@
  * the compiler vectorizes them: sums use 8 partial accumulators, and
  * Softmax uses a polynomial expf that vectorizes (libm's does not).
  *
- * Types: reductions and Arg* take every integer and float type; Softmax,
- * LayerNormalization and BatchNormalization take f32 and f64.
+ * Types: reductions and Arg* take every integer and float type; Softmax and
+ * the normalizations take f32 and f64.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -695,5 +695,55 @@ taprt_op_BatchNormalization(taprt_ctx *cx, const taprt_node *n)
 					y[i] = x[i] * a + sh;
 			}
 		}
+	}
+}
+
+/*
+ * InstanceNormalization: per image and channel, y = scale_c (x - mean) /
+ * sqrt(var + epsilon) + B_c over the spatial dims (population variance).
+ */
+void
+taprt_op_InstanceNormalization(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0], *S = n->in[1], *B = n->in[2];
+	taprt_tensor *Y = n->out[0];
+	double eps = taprt_attr_float(n, "epsilon", 1e-5f);
+	if (!is_float(X) || !is_float(S) || !is_float(B)) {
+		taprt_bad_dtype(cx, n, "InstanceNormalization", X->dtype);
+		return;
+	}
+	int64_t N = X->rank > 0 ? X->dims[0] : 1, C = X->rank > 1 ? X->dims[1] : 1;
+	int64_t len = X->rank > 2 ? prod(X->dims, 2, X->rank) : 1;
+	if (S->numel != C || B->numel != C) {
+		taprt_fail(cx, "node '%s' (InstanceNormalization): scale and B must hold %lld values",
+		    n->name, (long long)C);
+		return;
+	}
+	if (!len)
+		return;
+	for (int64_t p = 0; p < N * C; p++) {
+		int64_t c = p % C, base = p * len;
+		if (X->dtype == TAPRT_F32) {
+			const float *x = (const float *)X->data + base;
+			float *y = (float *)Y->data + base;
+			float mean = sum_f32(x, len) / (float)len;
+			float var = sumsq_f32(x, len, mean) / (float)len;
+			float a = (float)(ldf(S, c) / sqrt((double)var + eps)), b = (float)ldf(B, c);
+			for (int64_t i = 0; i < len; i++)
+				y[i] = (x[i] - mean) * a + b;
+			continue;
+		}
+		double mean = 0, var = 0;
+		for (int64_t i = 0; i < len; i++)
+			mean += ldf(X, base + i);
+		mean /= (double)len;
+		for (int64_t i = 0; i < len; i++) {
+			double d = ldf(X, base + i) - mean;
+			var += d * d;
+		}
+		var /= (double)len;
+		double a = ldf(S, c) / sqrt(var + eps), b = ldf(B, c);
+		for (int64_t i = 0; i < len; i++)
+			stf(Y, base + i, (ldf(X, base + i) - mean) * a + b);
 	}
 }

@@ -666,6 +666,163 @@ test_index_ops(void)
 	ir_free(g);
 }
 
+/* an f32 list constant */
+static TensorId
+cfl(Graph *g, int n, const float *v)
+{
+	int64_t d = n;
+	return cbytes(g, DT_F32, 1, &d, v, sizeof *v * n);
+}
+#define CF(g, ...) cfl(g, (int)(sizeof((float[]){__VA_ARGS__}) / sizeof(float)), (float[]){__VA_ARGS__})
+#define ASTR(g, n, name, v) (ir_set_attr(g, n, name, ATTR_STRING)->s = (v))
+
+static void
+test_conv_transpose(void)
+{
+	Graph *g = mk();
+	/* out = stride*(D-1) + output_padding + (k-1)*dilation + 1 - pads; M = W.dims[1]*group */
+	/* 1*(3-1) + 0 + 2*1 + 1 = 5, M = 4 */
+	SHAPE(g, NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3, 3), IN(g, DT_F32, 2, 4, 3, 3)), 0,
+	    "f32[1,4,5,5]");
+	/* H: 3*2 + 3 - (1+1) = 7; W: 2*2 + 3 - (2+2) = 3 */
+	NodeId n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3, 3), IN(g, DT_F32, 2, 4, 3, 3));
+	AINTS(g, n, "strides", 3, 2);
+	AINTS(g, n, "pads", 1, 2, 1, 2);
+	SHAPE(g, n, 0, "f32[1,4,7,3]");
+	/* group 2: M = 3*2; 2*(5-1) + 1 + (2-1)*3 + 1 = 13 */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 4, 5), IN(g, DT_F32, 4, 3, 2));
+	AINT(g, n, "group", 2);
+	AINTS(g, n, "strides", 2);
+	AINTS(g, n, "dilations", 3);
+	AINTS(g, n, "output_padding", 1);
+	SHAPE(g, n, 0, "f32[1,6,13]");
+	/* SAME_*: D * stride */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3, 4), IN(g, DT_F32, 2, 1, 3, 3));
+	AINTS(g, n, "strides", 2, 2);
+	ASTR(g, n, "auto_pad", "SAME_LOWER");
+	SHAPE(g, n, 0, "f32[1,1,6,8]");
+	/* VALID ignores pads: 5 x 5 */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3, 3), IN(g, DT_F32, 2, 4, 3, 3));
+	AINTS(g, n, "pads", 1, 1, 1, 1);
+	ASTR(g, n, "auto_pad", "VALID");
+	SHAPE(g, n, 0, "f32[1,4,5,5]");
+	/* output_shape decides: spatial dims, or [N,C,...] whose spatial part counts */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3, 3), IN(g, DT_F32, 2, 4, 3, 3));
+	AINTS(g, n, "output_shape", 10, 8);
+	SHAPE(g, n, 0, "f32[1,4,10,8]");
+	AINTS(g, n, "output_shape", 1, 4, 9, 6);
+	SHAPE(g, n, 0, "f32[1,4,9,6]");
+	fails(g, NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3, 3), IN(g, DT_F32, 3, 4, 3, 3)),
+	    "input 1 is f32[3,4,3,3], expected [2,M/group,...] with 2 channels divisible by group 1");
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 2, 3), IN(g, DT_F32, 2, 4, 3), IN(g, DT_F32, 5));
+	fails(g, n, "input 2 is f32[5], expected [4]");
+	/* 1*(2-1) + 2 - 6 = -3 */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 1, 2), IN(g, DT_F32, 1, 1, 2));
+	AINTS(g, n, "pads", 3, 3);
+	fails(g, n, "spatial dim 0 of f32[1,1,2] gives output size -3");
+	/* (3-1) * 2^62 overflows, whatever output_shape says */
+	n = NODE(g, ConvTranspose, 1, IN(g, DT_F32, 1, 1, 2), IN(g, DT_F32, 1, 1, 3));
+	AINTS(g, n, "dilations", (int64_t)1 << 62);
+	AINTS(g, n, "output_shape", 4);
+	fails(g, n, "spatial dim 0 of f32[1,1,2] is too large for strides and dilations");
+	ir_free(g);
+}
+
+static void
+test_resize(void)
+{
+	Graph *g = mk();
+	TensorId none = IR_NONE;
+	/* floor(D * scale) in double: 4 * 0.6f = 2.4000001 -> 2, 6 * 1.7f = 10.2 -> 10 */
+	SHAPE(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, CF(g, 1, 1, 0.6f, 1.7f)), 0,
+	    "f32[1,1,2,10]");
+	/* an empty scales stands for an omitted one; sizes decide */
+	SHAPE(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, cfl(g, 0, (float[]){0}), CI(g, 1, 1, 7, 3)), 0,
+	    "f32[1,1,7,3]");
+	/* opset 18 axes: only W, by 2.5 -> 15 */
+	NodeId n = NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, CF(g, 2.5f));
+	AINTS(g, n, "axes", -1);
+	SHAPE(g, n, 0, "f32[1,1,4,15]");
+	/* keep_aspect_ratio_policy over axes 2, 3 with sizes 8, 8: scales 2 and 4/3;
+	 * not_larger: 4/3 -> int(4*4/3 + 0.5) = 5, int(6*4/3 + 0.5) = 8;
+	 * not_smaller: 2 -> 8, 12 */
+	n = NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 4, 6), none, none, CI(g, 8, 8));
+	AINTS(g, n, "axes", 2, 3);
+	ASTR(g, n, "keep_aspect_ratio_policy", "not_larger");
+	SHAPE(g, n, 0, "f32[1,1,5,8]");
+	ASTR(g, n, "keep_aspect_ratio_policy", "not_smaller");
+	SHAPE(g, n, 0, "f32[1,1,8,12]");
+	ASTR(g, n, "keep_aspect_ratio_policy", "wider");
+	fails(g, n, "unknown keep_aspect_ratio_policy 'wider'");
+	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, CF(g, 1, 2), CI(g, 1, 8)),
+	    "scales and sizes are both given: one of them must be empty");
+	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, cfl(g, 0, (float[]){0})),
+	    "one of input 2 (scales) and input 3 (sizes) must be given");
+	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, CF(g, 1, 2, 3)),
+	    "scales has 3 values, expected 2 for f32[1,4]");
+	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, CF(g, 1, -1)),
+	    "scale -1 for axis 1 is not positive");
+	TensorId sc = ir_add_tensor(g, "sc", TK_INPUT, DT_F32);
+	ir_set_shape(ir_tensor(g, sc), 1, (int64_t[]){2});
+	fails(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, sc), "input 2 'sc' is not a compile-time constant");
+	n = NODE(g, Resize, 1, IN(g, DT_I32, 1, 4), none, CF(g, 1, 2));
+	ASTR(g, n, "mode", "cubic");
+	fails(g, n, "mode cubic needs f32 or f64 data, input 0 is i32[1,4]");
+	n = NODE(g, Resize, 1, IN(g, DT_F32, 1, 4), none, CF(g, 1, 2));
+	ASTR(g, n, "coordinate_transformation_mode", "tf_crop_and_resize");
+	fails(g, n, "coordinate_transformation_mode tf_crop_and_resize needs input 1 (roi) with 4 values");
+	ASTR(g, n, "coordinate_transformation_mode", "edges");
+	fails(g, n, "unknown coordinate_transformation_mode 'edges'");
+
+	/* Upsample-9: scales input, each at least 1; Upsample-7: the attribute */
+	SHAPE(g, NODE(g, Upsample, 1, IN(g, DT_F32, 1, 1, 2, 2), CF(g, 1, 1, 2, 3)), 0, "f32[1,1,4,6]");
+	fails(g, NODE(g, Upsample, 1, IN(g, DT_F32, 1, 4), CF(g, 1, 0.5f)), "scale 0.5 for axis 1 is not at least 1");
+	n = NODE(g, Upsample, 1, IN(g, DT_F32, 2, 3));
+	Attr *a = ir_set_attr(g, n, "scales", ATTR_FLOATS);
+	a->n = 2;
+	a->fs = ir_alloc(&g->arena, 2 * sizeof(float));
+	a->fs[0] = 1.5f;
+	a->fs[1] = 2;
+	SHAPE(g, n, 0, "f32[3,6]");
+	/* Resize-10: (X, scales), no cubic */
+	g->opset = 10;
+	SHAPE(g, NODE(g, Resize, 1, IN(g, DT_F32, 1, 1, 3), CF(g, 1, 1, 0.5f)), 0, "f32[1,1,1]");
+	n = NODE(g, Resize, 1, IN(g, DT_F32, 1, 3), CF(g, 1, 2));
+	ASTR(g, n, "mode", "cubic");
+	fails(g, n, "mode cubic needs Resize at opset 11 or later");
+	ir_free(g);
+}
+
+static void
+test_vision_misc(void)
+{
+	Graph *g = mk();
+	/* DepthToSpace: [N, C/b^2, H*b, W*b]; SpaceToDepth the inverse */
+	NodeId n = NODE(g, DepthToSpace, 1, IN(g, DT_F32, 1, 8, 2, 3));
+	AINT(g, n, "blocksize", 2);
+	SHAPE(g, n, 0, "f32[1,2,4,6]");
+	AINT(g, n, "blocksize", 3);
+	fails(g, n, "input 0 is f32[1,8,2,3], whose 8 channels do not divide by blocksize 3 squared");
+	AINT(g, n, "blocksize", 2);
+	ASTR(g, n, "mode", "RDC");
+	fails(g, n, "unknown mode 'RDC', expected DCR or CRD");
+	fails(g, NODE(g, DepthToSpace, 1, IN(g, DT_F32, 1, 8, 2, 3)), "attribute 'blocksize' is missing");
+	n = NODE(g, SpaceToDepth, 1, IN(g, DT_U8, 1, 2, 4, 6));
+	AINT(g, n, "blocksize", 2);
+	SHAPE(g, n, 0, "u8[1,8,2,3]");
+	n = NODE(g, SpaceToDepth, 1, IN(g, DT_F32, 1, 2, 5, 6));
+	AINT(g, n, "blocksize", 2);
+	fails(g, n, "input 0 is f32[1,2,5,6], whose height and width do not divide by blocksize 2");
+	/* InstanceNormalization: scale and B are [C] */
+	SHAPE(g, NODE(g, InstanceNormalization, 1, IN(g, DT_F32, 2, 3, 4), IN(g, DT_F32, 3), IN(g, DT_F32, 3)), 0,
+	    "f32[2,3,4]");
+	fails(g, NODE(g, InstanceNormalization, 1, IN(g, DT_F32, 2, 3, 4), IN(g, DT_F32, 4), IN(g, DT_F32, 3)),
+	    "input 1 is f32[4], expected [3]");
+	fails(g, NODE(g, InstanceNormalization, 1, IN(g, DT_F32, 2, 3), IN(g, DT_F32, 3), IN(g, DT_F32, 3)),
+	    "input 0 is f32[2,3], expected rank 3 to 8");
+	ir_free(g);
+}
+
 /* Dims from strangers' models: products and sums that overflow are errors. */
 static void
 test_overflow(void)
@@ -709,4 +866,7 @@ suite_infer(CU_pSuite s)
 	ADD(s, test_chain);
 	ADD(s, test_overflow);
 	ADD(s, test_index_ops);
+	ADD(s, test_conv_transpose);
+	ADD(s, test_resize);
+	ADD(s, test_vision_misc);
 }
