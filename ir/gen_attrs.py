@@ -32,6 +32,26 @@ OWN = {
     "Shard": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],
 }
 
+# python3-onnx 1.12 knows opsets up to 17; tapc reads 18.  The operators
+# tapc supports that changed in opset 18, with their attributes there (from
+# the ONNX 1.13 operator changelog): (name, type, required).
+OPSET18 = {
+    "Pad": [("mode", "STRING", 0)],
+    "ReduceMax": [("keepdims", "INT", 0), ("noop_with_empty_axes", "INT", 0)],
+    "ReduceMean": [("keepdims", "INT", 0), ("noop_with_empty_axes", "INT", 0)],
+    "ReduceMin": [("keepdims", "INT", 0), ("noop_with_empty_axes", "INT", 0)],
+    "ReduceProd": [("keepdims", "INT", 0), ("noop_with_empty_axes", "INT", 0)],
+    "ReduceSumSquare": [("keepdims", "INT", 0), ("noop_with_empty_axes", "INT", 0)],
+    "Resize": [("antialias", "INT", 0), ("axes", "INTS", 0),
+               ("coordinate_transformation_mode", "STRING", 0), ("cubic_coeff_a", "FLOAT", 0),
+               ("exclude_outside", "INT", 0), ("extrapolation_value", "FLOAT", 0),
+               ("keep_aspect_ratio_policy", "STRING", 0), ("mode", "STRING", 0),
+               ("nearest_mode", "STRING", 0)],
+    "ScatterElements": [("axis", "INT", 0), ("reduction", "STRING", 0)],
+    "ScatterND": [("reduction", "STRING", 0)],
+    "Split": [("axis", "INT", 0), ("num_outputs", "INT", 0)],
+}
+
 TYPES = {
     onnx.defs.OpSchema.AttrType.FLOAT: "FLOAT",
     onnx.defs.OpSchema.AttrType.INT: "INT",
@@ -67,18 +87,22 @@ def main():
         vs = sorted(versions[op], key=lambda s: s.since_version)
         # (attr, type, required) -> list of [lo, hi] ranges, merged when adjacent
         ranges = {}
+        def add(key, lo, hi):
+            r = ranges.setdefault(key, [])
+            if r and r[-1][1] == lo - 1:
+                r[-1][1] = hi
+            else:
+                r.append([lo, hi])
+        last = MAX_OPSET - 1 if op in OPSET18 else MAX_OPSET
         for i, s in enumerate(vs):
             lo = s.since_version
-            hi = vs[i + 1].since_version - 1 if i + 1 < len(vs) else MAX_OPSET
+            hi = vs[i + 1].since_version - 1 if i + 1 < len(vs) else last
             for a, at in sorted(s.attributes.items()):
                 if at.type not in TYPES:
                     sys.exit("gen_attrs.py: %s.%s has attribute type %s" % (op, a, at.type))
-                key = (a, TYPES[at.type], int(at.required))
-                r = ranges.setdefault(key, [])
-                if r and r[-1][1] == lo - 1:
-                    r[-1][1] = hi
-                else:
-                    r.append([lo, hi])
+                add((a, TYPES[at.type], int(at.required)), lo, hi)
+        for a, t, req in OPSET18.get(op, []):
+            add((a, t, req), MAX_OPSET, MAX_OPSET)
         for (a, t, req), rs in sorted(ranges.items()):
             for lo, hi in rs:
                 out.append("ATTR(%s, %s, %s, %d, %d, %d)" % (op, a, t, lo, hi, req))
