@@ -10,6 +10,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <string>
+#include <vector>
 
 #include "frontend/cl.h"
 
@@ -63,6 +64,10 @@ static cl::opt<unsigned> TPRandom("tp-random", cl::desc("Testing: pick a random 
     cl::value_desc("N"), cl::init(0), cl::cat(Cat), cl::Hidden);
 static cl::opt<std::string> ModelOpt("model", cl::desc("For an IR input: the model whose weights it names (default: its header's model=, which must be inside the current directory)"),
     cl::value_desc("file"), cl::init(""), cl::cat(Cat));
+static cl::list<std::string> DimOpt("dim", cl::desc("Give the symbolic dimension NAME (an ONNX dim_param) the value N wherever it appears (repeatable)"),
+    cl::value_desc("NAME=N"), cl::ZeroOrMore, cl::cat(Cat));
+static cl::list<std::string> InputShape("input-shape", cl::desc("Pin input NAME's whole shape, e.g. -input-shape x=1x3x224x224 (repeatable)"),
+    cl::value_desc("NAME=AxBxC"), cl::ZeroOrMore, cl::cat(Cat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the registered passes and exit"), cl::cat(Cat));
 
 static std::string
@@ -78,6 +83,7 @@ join(const cl::list<std::string> &l)
 }
 
 static std::string print_before_s, print_after_s;
+static std::vector<const char *> dim_v, shape_v;
 
 extern "C" bool
 cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOptions *o)
@@ -117,5 +123,13 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->md = MD || !MF.empty();
 	o->mf = MF.c_str();
 	o->model = ModelOpt.c_str();
+	for (const auto &d : DimOpt)
+		dim_v.push_back(d.c_str());
+	for (const auto &d : InputShape)
+		shape_v.push_back(d.c_str());
+	o->ndim = (int)dim_v.size();
+	o->dim = dim_v.data();
+	o->ninput_shape = (int)shape_v.size();
+	o->input_shape = shape_v.data();
 	return true;
 }

@@ -41,6 +41,10 @@ typedef struct {
 	bool md;                        /* -MD or -MF */
 	const char *mf;                 /* -MF FILE, "" for the default */
 	const char *model;              /* -model=FILE: an IR file's model, "" for its header's */
+	int ndim;
+	const char *const *dim;         /* -dim NAME=N, as given */
+	int ninput_shape;
+	const char *const *input_shape; /* -input-shape NAME=AxBxC, as given */
 } TapcOptions;
 
 #ifdef __cplusplus

@@ -16,9 +16,28 @@
 #define ONNX_MAX_DEPTH 100              /* protobuf message nesting we accept */
 #define ONNX_DEFAULT_MAX_SIZE ((int64_t)2 << 30) /* protobuf's own 2 GiB limit */
 
+/* -dim NAME=N: a value for the dim_param NAME wherever it appears. */
+typedef struct {
+	const char *name;
+	int64_t value;                  /* >= 1 */
+} OnnxDim;
+
+/* -input-shape NAME=AxBxC: one input's whole shape. */
+typedef struct {
+	const char *input;
+	int rank;
+	int64_t dims[IR_MAX_RANK];      /* each >= 1 */
+} OnnxShape;
+
 typedef struct {
 	int64_t max_size;               /* model file size cap in bytes */
 	int64_t batch;                  /* -batch=N; 0 keeps the model's (symbolic -> 1) */
+	bool split;                     /* the batch is a replica's or micro-batch's share:
+					 * an operator mixing samples is an error */
+	int ndims;
+	const OnnxDim *dims;            /* -dim pins */
+	int nshapes;
+	const OnnxShape *shapes;        /* -input-shape pins */
 } OnnxOptions;
 
 /* Where the wire scan found an initializer's payload in the model file. */

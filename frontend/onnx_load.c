@@ -107,6 +107,7 @@ typedef struct {
 	const OnnxOptions *opt;
 	const WireInfo *wi;
 	NameMap names;                  /* value name -> tensor */
+	bool static_batch;              /* no input's dim 0 is symbolic: the export batch is baked */
 	NameMap later;                  /* node output name -> defining node index */
 } Loader;
 
@@ -393,10 +394,18 @@ load_tensor(Loader *L, Onnx__TensorProto *tp, const WireTensor *wt, TensorId id,
 	return true;
 }
 
-/* A graph input's type: a tensor with a static shape; a symbolic dim 0 is
- * the batch dimension. */
+/* A graph input's declared shape: each dim a value or a symbol (dim_param,
+ * "" when unnamed), resolved by resolve_shapes once every input is read. */
+typedef struct {
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+	const char *param[IR_MAX_RANK]; /* NULL: a static dim */
+} InputDims;
+
+/* A graph input's type: a tensor with a shape whose dims are values or
+ * symbols; the symbols get values in resolve_shapes. */
 static bool
-load_input_type(Loader *L, Onnx__ValueInfoProto *vi, TensorId id, bool *symbolic)
+load_input_type(Loader *L, Onnx__ValueInfoProto *vi, TensorId id, InputDims *in)
 {
 	const char *name = vi->name;
 	Onnx__TypeProto *ty = vi->type;
@@ -412,56 +421,194 @@ load_input_type(Loader *L, Onnx__ValueInfoProto *vi, TensorId id, bool *symbolic
 		return false;
 	}
 	Onnx__TensorShapeProto *sh = tt->shape;
-	int64_t dims[IR_MAX_RANK];
 	if (sh->n_dim > IR_MAX_RANK) {
 		diag_file(L->path, "input '%s': rank %zu is over tapc's limit of %d", name, sh->n_dim,
 		    IR_MAX_RANK);
 		return false;
 	}
-	Tensor *t = ir_tensor(L->g, id);
-	*symbolic = false;
+	in->rank = (int)sh->n_dim;
 	for (size_t i = 0; i < sh->n_dim; i++) {
 		Onnx__TensorShapeProto__Dimension *d = sh->dim[i];
+		in->param[i] = NULL;
 		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-			dims[i] = d->dim_value;
+			in->dims[i] = d->dim_value;
 			continue;
 		}
-		const char *param = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+		in->param[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
 		    d->dim_param ? d->dim_param : "";
-		if (i != 0) {
-			diag_file(L->path, "input '%s': dimension %zu is symbolic ('%s'); tapc needs static shapes except the batch dimension 0",
-			    name, i, param);
-			return false;
-		}
-		*symbolic = true;
-		t->sym0 = ir_strdup(&L->g->arena, *param ? param : "?");
-		dims[i] = 1;
+		in->dims[i] = 1;
 	}
+	Tensor *t = ir_tensor(L->g, id);
 	t->dtype = (DType)tt->elem_type;
-	if (!dims_ok(L, "input", name, sh->n_dim, dims, t->dtype))
+	return dims_ok(L, "input", name, sh->n_dim, in->dims, t->dtype);
+}
+
+/* The value a -dim or -input-shape pin gave a symbol, and which pin. */
+typedef struct {
+	const char *name;
+	int64_t value;
+	const char *by;                 /* "-dim" or the input whose shape was pinned */
+} Binding;
+
+static Binding *
+binding(Binding *b, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(b[i].name, name) == 0)
+			return &b[i];
+	return NULL;
+}
+
+static bool
+bind(Loader *L, Binding *b, int *n, const char *name, int64_t value, const char *by)
+{
+	Binding *old = binding(b, *n, name);
+	if (old && old->value != value) {
+		diag_file(L->path, "dimension '%s' is %lld by %s but %lld by %s", name,
+		    (long long)old->value, old->by, (long long)value, by);
 		return false;
-	ir_set_shape(t, (int)sh->n_dim, dims);
+	}
+	if (!old)
+		b[(*n)++] = (Binding){name, value, by};
 	return true;
 }
 
-/* -batch=N: symbolic batch dims if any input has one, else every input's
- * dim 0; the shapes are checked again at the new batch. */
+/*
+ * Every input's shape, from what the model declares and what the user
+ * pinned (-input-shape NAME=AxB, -dim NAME=N, -batch=N): a static dim must
+ * agree with its pin; a symbol takes its input's pin, else its -dim value;
+ * an unbound symbol in dim 0 is the batch (-batch, else 1; its name kept in
+ * sym0); without any symbolic dim 0, -batch sets every input's dim 0; any
+ * other unbound symbol is one error listing them all.
+ */
 static bool
-apply_batch(Loader *L, const bool *symbolic)
+resolve_shapes(Loader *L, InputDims *in)
 {
 	Graph *g = L->g;
-	bool any = false;
-	for (int i = 0; i < g->ninputs; i++)
-		any |= symbolic[i];
-	for (int i = 0; i < g->ninputs; i++) {
-		Tensor *t = ir_tensor(g, g->inputs[i]);
-		if (t->rank > 0 && (symbolic[i] || (!any && L->opt->batch > 0))) {
-			t->dims[0] = L->opt->batch > 0 ? L->opt->batch : 1;
-			if (!dims_ok(L, "input", t->name, t->rank, t->dims, t->dtype))
-				return false;
+	const OnnxOptions *o = L->opt;
+	int cap = o->ndims + g->ninputs * IR_MAX_RANK + 1, nb = 0;
+	Binding *b = calloc(cap, sizeof *b);
+	char *by = calloc(g->ninputs + 1, 300);
+	if (!b || !by)
+		die("out of memory");
+	bool ok = true;
+	/* -input-shape: the named input's dims, and the values of its symbols */
+	for (int k = 0; ok && k < o->nshapes; k++) {
+		const OnnxShape *p = &o->shapes[k];
+		int i = 0;
+		while (i < g->ninputs && strcmp(g->tensors[g->inputs[i]].name, p->input) != 0)
+			i++;
+		if (i == g->ninputs) {
+			char names[600] = "";
+			for (int j = 0; j < g->ninputs && strlen(names) < 500; j++)
+				snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
+				    j ? ", " : "", g->tensors[g->inputs[j]].name);
+			diag_file(L->path, "-input-shape %s: the model has no input '%s' (its inputs: %s)",
+			    p->input, p->input, names);
+			ok = false;
+			break;
+		}
+		if (p->rank != in[i].rank) {
+			diag_file(L->path, "-input-shape %s: %d dims given, but input '%s' has rank %d",
+			    p->input, p->rank, p->input, in[i].rank);
+			ok = false;
+			break;
+		}
+		char *who = by + 300 * i;
+		snprintf(who, 300, "-input-shape %s", p->input);
+		for (int d = 0; ok && d < p->rank; d++) {
+			if (!in[i].param[d] && in[i].dims[d] != p->dims[d]) {
+				diag_file(L->path, "-input-shape %s: dim %d is %lld, but the model fixes it at %lld",
+				    p->input, d, (long long)p->dims[d], (long long)in[i].dims[d]);
+				ok = false;
+			} else if (in[i].param[d] && *in[i].param[d]) {
+				ok = bind(L, b, &nb, in[i].param[d], p->dims[d], who);
+			}
 		}
 	}
-	return true;
+	/* -dim: a symbol some input has */
+	for (int k = 0; ok && k < o->ndims; k++) {
+		bool found = false;
+		for (int i = 0; i < g->ninputs && !found; i++)
+			for (int d = 0; d < in[i].rank && !found; d++)
+				found = in[i].param[d] && strcmp(in[i].param[d], o->dims[k].name) == 0;
+		if (!found) {
+			char names[600] = "";
+			for (int i = 0; i < g->ninputs; i++)
+				for (int d = 0; d < in[i].rank; d++)
+					if (in[i].param[d] && *in[i].param[d] && !strstr(names, in[i].param[d]) &&
+					    strlen(names) + strlen(in[i].param[d]) < 500)
+						snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s'",
+						    *names ? ", " : "", in[i].param[d]);
+			diag_file(L->path, "-dim %s=%lld: no input has a dimension named '%s' (%s%s)",
+			    o->dims[k].name, (long long)o->dims[k].value, o->dims[k].name,
+			    *names ? "the model's symbolic dimensions: " : "the model has no named symbolic dimension",
+			    names);
+			ok = false;
+			break;
+		}
+		ok = bind(L, b, &nb, o->dims[k].name, o->dims[k].value, "-dim");
+	}
+	/* every dim gets its value; unbound symbols outside dim 0 are collected */
+	bool any0 = false;
+	for (int i = 0; i < g->ninputs; i++)
+		any0 |= in[i].rank > 0 && in[i].param[0];
+	char unbound[1024] = "";
+	int nunbound = 0;
+	for (int i = 0; ok && i < g->ninputs; i++) {
+		Tensor *t = ir_tensor(g, g->inputs[i]);
+		bool pinned = false;
+		for (int k = 0; k < o->nshapes; k++)
+			pinned |= strcmp(o->shapes[k].input, t->name) == 0;
+		for (int d = 0; d < in[i].rank; d++) {
+			const char *p = in[i].param[d];
+			if (!p)
+				continue; /* a static batch stays: onnx_load_buffer re-specializes */
+			const Binding *v = *p ? binding(b, nb, p) : NULL;
+			if (pinned) {
+				for (int k = 0; k < o->nshapes; k++)
+					if (strcmp(o->shapes[k].input, t->name) == 0)
+						in[i].dims[d] = o->shapes[k].dims[d];
+			} else if (v) {
+				in[i].dims[d] = v->value;
+			} else if (d == 0) {
+				in[i].dims[d] = o->batch > 0 ? o->batch : 1;
+				t->sym0 = ir_strdup(&g->arena, *p ? p : "?");
+				continue;
+			} else {
+				char item[300];
+				snprintf(item, sizeof item, "%s'%s' (input '%s' dim %d)", nunbound ? ", " : "",
+				    *p ? p : "?", t->name, d);
+				if (strlen(unbound) + strlen(item) < sizeof unbound - 8)
+					strcat(unbound, item);
+				else if (!strstr(unbound, ", ..."))
+					strcat(unbound, ", ...");
+				nunbound++;
+				continue;
+			}
+			if (d == 0 && o->batch > 0 && in[i].dims[d] != o->batch) {
+				diag_file(L->path, "-batch=%lld, but %s gives input '%s' dim 0 the value %lld",
+				    (long long)o->batch, pinned ? "-input-shape" : "-dim", t->name,
+				    (long long)in[i].dims[d]);
+				ok = false;
+			}
+		}
+	}
+	L->static_batch = !any0;
+	if (ok && nunbound) {
+		diag_file(L->path, "symbolic dimension%s without a value: %s; give each one with -dim NAME=N "
+		    "or the input's shape with -input-shape INPUT=AxBxC", nunbound > 1 ? "s" : "", unbound);
+		ok = false;
+	}
+	for (int i = 0; ok && i < g->ninputs; i++) {
+		Tensor *t = ir_tensor(g, g->inputs[i]);
+		if (!(ok = dims_ok(L, "input", t->name, in[i].rank, in[i].dims, t->dtype)))
+			break;
+		ir_set_shape(t, in[i].rank, in[i].dims);
+	}
+	free(by);
+	free(b);
+	return ok;
 }
 
 static bool
@@ -689,6 +836,46 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 	return ok;
 }
 
+/*
+ * The model at the batch asked for.  A model whose batch is symbolic was
+ * shaped at it already (resolve_shapes); one exported at a fixed batch B0
+ * has B0 baked into constants, so ir/batch.c finds them and re-specializes
+ * it.  Splitting the batch into replicas or micro-batches also needs every
+ * operator to keep samples apart.  Errors name the node and say what works.
+ */
+static bool
+batch_to(Loader *L)
+{
+	Graph *g = L->g;
+	int64_t want = L->opt->batch;
+	bool change = L->static_batch && want > 0;
+	if (!change && !L->opt->split)
+		return true;
+	BatchPlan plan;
+	if (!ir_batch_plan(g, &plan)) {
+		if (change)
+			diag_file(L->path, "-batch=%lld: %s", (long long)want, plan.stuck_why);
+		ir_batch_plan_free(&plan);
+		return !change;
+	}
+	change = change && plan.b0 != want;
+	bool ok = true;
+	if (change && plan.stuck != IR_NONE) {
+		diag_node(g, plan.stuck, "the export batch %lld cannot be changed to %lld: %s; "
+		    "-batch=%lld (the export batch) works, or re-export with a dynamic batch",
+		    (long long)plan.b0, (long long)want, plan.stuck_why, (long long)plan.b0);
+		ok = false;
+	} else if (L->opt->split && plan.mixer != IR_NONE) {
+		diag_node(g, plan.mixer, "the batch cannot be split into replicas or micro-batches: %s; "
+		    "-dp=1 -microbatches=1 works", plan.mix_why);
+		ok = false;
+	} else if (change) {
+		ok = ir_batch_respecialize(g, &plan, want);
+	}
+	ir_batch_plan_free(&plan);
+	return ok;
+}
+
 static bool
 load_graph(Loader *L, Onnx__ModelProto *m)
 {
@@ -740,31 +927,30 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 		    !load_tensor(L, tp, &L->wi->init[i], id, "initializer", name))
 			return false;
 	}
-	bool *symbolic = calloc(gp->n_input + 1, sizeof *symbolic);
-	if (!symbolic)
+	InputDims *dims = calloc(gp->n_input + 1, sizeof *dims);
+	if (!dims)
 		die("out of memory");
-	for (size_t i = 0; i < gp->n_input; i++) {
+	bool ok = true;
+	for (size_t i = 0; ok && i < gp->n_input; i++) {
 		Onnx__ValueInfoProto *vi = gp->input[i];
 		const char *name = vi->name ? vi->name : "";
 		if (!*name) {
 			diag_file(L->path, "graph input #%zu has no name", i);
-			free(symbolic);
-			return false;
+			ok = false;
+			break;
 		}
 		TensorId *w = map_slot(&L->names, name);
 		if (w && g->tensors[*w].kind == TK_WEIGHT)
 			continue;
 		TensorId id = ir_add_tensor(g, name, TK_INPUT, DT_UNDEF);
-		if (!define(L, g->tensors[id].name, id, "graph inputs") ||
-		    !load_input_type(L, vi, id, &symbolic[g->ninputs])) {
-			free(symbolic);
-			return false;
-		}
-		ir_add_input(g, id);
+		ok = define(L, g->tensors[id].name, id, "graph inputs") &&
+		    load_input_type(L, vi, id, &dims[g->ninputs]);
+		if (ok)
+			ir_add_input(g, id);
 	}
-	bool batched = apply_batch(L, symbolic);
-	free(symbolic);
-	if (!batched)
+	ok = ok && resolve_shapes(L, dims);
+	free(dims);
+	if (!ok)
 		return false;
 
 	/* where each value is defined, to tell "out of order" from "undefined" */
@@ -788,7 +974,7 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 	}
 	ir_reindex(g);
 	g->ops_loaded = g->nnodes;
-	return ir_check(g) && ir_infer_all(g);
+	return ir_check(g) && ir_infer_all(g) && batch_to(L);
 }
 
 static const char *

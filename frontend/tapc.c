@@ -60,6 +60,10 @@ extra_help(void)
 	    "  into stages (AMP's pipe_dp, AutoPipe, the even split; the simulator picks); each stage\n"
 	    "  is one source, stageS.c, whose ranks send activations on by send/recv. -emit=plan\n"
 	    "  shows the stage table, -emit=schedule the simulated pipeline as SVG.\n"
+	    "\nSHAPES: every symbolic dim needs a value: dim 0 (the batch) is 1 or -batch=N; others come\n"
+	    "  from -dim NAME=N or -input-shape INPUT=AxBxC. A model exported at a fixed batch is\n"
+	    "  re-specialized for -batch, -dp and micro-batches: the batch baked into its constants\n"
+	    "  is found and rewritten (docs/usage.md, \"The batch and symbolic dimensions\").\n"
 	    "\nUNTRUSTED INPUT: models and IR files are checked alike (opset, dtypes, byte sizes up\n"
 	    "  to 2^48, attribute types by ONNX's schema, shape inference re-run on an IR file's\n"
 	    "  declared types); paths found inside them stay in their directory without symbolic\n"
@@ -350,8 +354,10 @@ batch_rows(const Graph *g, const Graph *m, int64_t batch, int64_t micro)
 		for (int i = 0; i < n; i++) {
 			const Tensor *a = &g->tensors[k ? g->outputs[i] : g->inputs[i]];
 			const Tensor *b = &m->tensors[k ? m->outputs[i] : m->inputs[i]];
-			bool same = a->rank >= 1 && a->rank == b->rank && a->dims[0] == batch &&
-			    b->dims[0] == micro;
+			/* dim 0 scales with the batch (an output may hold it merged
+			 * with inner dims, [B*T, V]: its rows still split evenly) */
+			bool same = a->rank >= 1 && a->rank == b->rank && b->dims[0] > 0 &&
+			    a->dims[0] == b->dims[0] * (batch / micro) && a->dims[0] % batch == 0;
 			for (int d = 1; same && d < a->rank; d++)
 				same = a->dims[d] == b->dims[d];
 			if (!same) {
@@ -376,12 +382,13 @@ batch_rows(const Graph *g, const Graph *m, int64_t batch, int64_t micro)
  * reload) or NULL after a diag error (g freed).
  */
 static Graph *
-choose_degrees(Graph *g, const TapcOptions *o, const DegreeRequest *req, PassCtx *cx, bool is_ir)
+choose_degrees(Graph *g, const TapcOptions *o, const OnnxOptions *base, const DegreeRequest *req,
+    PassCtx *cx, bool is_ir)
 {
 	ModelFacts facts;
 	int devices = cx->mesh.rows * cx->mesh.cols;
 	bool any = devices > 1 || req->microbatches > 1;
-	OnnxOptions lo = {.max_size = o->max_model_size, .batch = o->batch};
+	OnnxOptions lo = *base;
 	if (!any) {
 		facts = (ModelFacts){.batch = 1};
 	} else if (is_ir) { /* already through the passes it was dumped after */
@@ -420,6 +427,7 @@ choose_degrees(Graph *g, const TapcOptions *o, const DegreeRequest *req, PassCtx
 	}
 	if (split > 1) {
 		lo.batch = facts.batch / split;
+		lo.split = true;
 		Graph *r = onnx_load(o->input, &lo);
 		bool same = r && batch_rows(g, r, facts.batch, lo.batch);
 		ir_free(g);
@@ -441,6 +449,72 @@ choose_degrees(Graph *g, const TapcOptions *o, const DegreeRequest *req, PassCtx
 		g->mesh.cols = cx->mesh.cols;
 	}
 	return g;
+}
+
+/* A positive decimal count, digits only, at most 2^48; false otherwise. */
+static bool
+parse_count(const char *s, const char *end, int64_t *v)
+{
+	if (s == end)
+		return false;
+	*v = 0;
+	for (const char *p = s; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		*v = *v * 10 + (*p - '0');
+		if (*v > IR_MAX_BYTES)
+			return false;
+	}
+	return *v >= 1;
+}
+
+/* -dim NAME=N and -input-shape NAME=AxBxC into the loader's options (NAME
+ * runs to the last '=', so input names may hold one).  Errors name the
+ * option as given. */
+static bool
+parse_pins(const TapcOptions *o, OnnxOptions *lo)
+{
+	static OnnxDim *dims;
+	static OnnxShape *shapes;
+	dims = calloc(o->ndim + 1, sizeof *dims);
+	shapes = calloc(o->ninput_shape + 1, sizeof *shapes);
+	if (!dims || !shapes)
+		die("out of memory");
+	bool ok = true;
+	for (int i = 0; i < o->ndim; i++) {
+		const char *eq = strrchr(o->dim[i], '=');
+		if (!eq || eq == o->dim[i] || !parse_count(eq + 1, eq + strlen(eq), &dims[i].value)) {
+			diag_error("-dim %s: expected NAME=N with N a positive count", o->dim[i]);
+			ok = false;
+			continue;
+		}
+		dims[i].name = strndup(o->dim[i], (size_t)(eq - o->dim[i]));
+	}
+	for (int i = 0; i < o->ninput_shape; i++) {
+		const char *s = o->input_shape[i], *eq = strrchr(s, '=');
+		OnnxShape *p = &shapes[i];
+		bool good = eq && eq != s;
+		for (const char *c = eq ? eq + 1 : NULL; good && *c;) {
+			const char *x = strpbrk(c, "xX");
+			const char *e = x ? x : c + strlen(c);
+			good = p->rank < IR_MAX_RANK && parse_count(c, e, &p->dims[p->rank]);
+			p->rank++;
+			c = x ? x + 1 : e;
+			good = good && !(x && !*c);
+		}
+		if (!good) {
+			diag_error("-input-shape %s: expected NAME=AxBxC with positive sizes, at most %d of them",
+			    s, IR_MAX_RANK);
+			ok = false;
+			continue;
+		}
+		p->input = strndup(s, (size_t)(eq - s));
+	}
+	lo->ndims = o->ndim;
+	lo->dims = dims;
+	lo->nshapes = o->ninput_shape;
+	lo->shapes = shapes;
+	return ok;
 }
 
 /*
@@ -644,6 +718,12 @@ main(int argc, char **argv)
 		diag_error("-model=%s names the model of an IR file; the input is a model already", o.model);
 		ok = false;
 	}
+	OnnxOptions lo = {.max_size = o.max_model_size, .batch = o.batch};
+	ok = parse_pins(&o, &lo) && ok;
+	if ((o.ndim || o.ninput_shape) && ends_with(o.input, ".ir")) {
+		diag_error("-dim and -input-shape apply to ONNX models; an IR file's shapes are fixed");
+		ok = false;
+	}
 	if (!ok)
 		return 1;
 
@@ -658,7 +738,6 @@ main(int argc, char **argv)
 		}
 		g = read_ir_file(o.input, o.model);
 	} else {
-		OnnxOptions lo = {.max_size = o.max_model_size, .batch = o.batch};
 		g = onnx_load(o.input, &lo);
 	}
 	if (!g)
@@ -666,7 +745,7 @@ main(int argc, char **argv)
 	if (is_ir && g->mesh.dp) { /* an IR file that carries its degrees keeps them */
 		cx.mesh = g->mesh;
 		cx.microbatches = g->microbatches > 1 ? g->microbatches : 1;
-	} else if (!(g = choose_degrees(g, &o, &req, &cx, is_ir))) {
+	} else if (!(g = choose_degrees(g, &o, &lo, &req, &cx, is_ir))) {
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -369,6 +369,50 @@ bool ir_dtype_supported(DType t);       /* not undefined, string or complex */
  * over IR_MAX_BYTES (so sums of a few of them cannot overflow int64). */
 int64_t ir_shape_bytes(DType dt, int rank, const int64_t *dims);
 
+/* ---------------------------------------------------------- the batch */
+
+/*
+ * Where the batch is (ir/batch.c): the axis that carries the samples, with
+ * dims[axis] == outer * B * inner when a reshape merged it with other dims;
+ * axis -1 for none.  ir_batch_plan analyses a graph shaped at its export
+ * batch B0 (inputs carry it in dim 0) and finds the constant elements that
+ * are the batch (patches), the first operator that mixes samples (mixer:
+ * the batch may change, not be split) and the first place the batch cannot
+ * be followed (stuck: it may not change).  ir_batch_respecialize rewrites
+ * the patched constants (private copies) and infers every shape again at
+ * the new batch.
+ */
+typedef struct {
+	int axis;                       /* -1: no batch */
+	int64_t outer, inner;
+} BPos;
+
+typedef struct {
+	TensorId t;                     /* a source constant */
+	int64_t elem;                   /* its element that is factor x batch */
+	int64_t factor;
+	NodeId user;                    /* the node whose shape needs it */
+	TensorId copy;                  /* set by ir_batch_respecialize */
+	int axis;                       /* -1: elem is the batch; else t's data repeats
+					 * one block per sample along axis (a zero state) */
+} BatchPatch;
+
+typedef struct {
+	int64_t b0;                     /* the batch the graph is shaped at */
+	BPos *pos;                      /* per tensor */
+	int npatch, cappatch;
+	BatchPatch *patch;
+	NodeId mixer;                   /* IR_NONE, or the first op mixing samples */
+	char mix_why[200];
+	NodeId stuck;                   /* IR_NONE, or where the batch is lost */
+	bool stuck_input;               /* ... or the inputs do not agree on it */
+	char stuck_why[300];
+} BatchPlan;
+
+bool ir_batch_plan(Graph *g, BatchPlan *plan);  /* false: stuck_input */
+void ir_batch_plan_free(BatchPlan *plan);
+bool ir_batch_respecialize(Graph *g, const BatchPlan *plan, int64_t batch);
+
 /* ------------------------------------------------- shape and constants */
 
 /*

@@ -121,7 +121,7 @@ test_c_string(void)
 	snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Werror -o %s %s && %s > %s", path_in("s"),
 	    path_in("s.c"), path_in("s"), path_in("s.out"));
 	CU_ASSERT_EQUAL_FATAL(run(cmd), 0);
-	size_t len;
+	size_t len = 0;
 	char *out = slurp(path_in("s.out"), &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
 	char *line = out;
@@ -172,7 +172,7 @@ test_c_comment(void)
 	    path_in("c"), path_in("c.c"), path_in("c"));
 	CU_ASSERT_EQUAL(run(cmd), 0);
 	/* and the properties that make it so, on the text itself */
-	size_t len;
+	size_t len = 0;
 	char *text = slurp(path_in("c.c"), &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	int stars = 0, ctrl = 0, bs_nl = 0, qq = 0;
@@ -266,7 +266,7 @@ test_make(void)
 			continue;
 		char o[32];
 		snprintf(o, sizeof o, "o%d", i);
-		size_t len;
+		size_t len = 0;
 		char *got = slurp(path_in(o), &len);
 		/* $(file >) ends with a newline; make drops a leading "./" */
 		const char *want = names[i];
@@ -424,7 +424,7 @@ test_xml(void)
 	snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s > %s", path_in("x.py"), path_in("x.svg"),
 	    path_in("x.out"));
 	CU_ASSERT_EQUAL_FATAL(run(cmd), 0);
-	size_t len;
+	size_t len = 0;
 	char *out = slurp(path_in("x.out"), &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
 	char *line = out;

@@ -849,6 +849,164 @@ test_overflow(void)
 	ir_free(g);
 }
 
+/* --------------------------------------------------- the batch (batch.c) */
+
+/* A graph input f32 of the given dims (dim 0 is the batch). */
+static TensorId
+binput(Graph *g, int rank, const int64_t *d)
+{
+	TensorId t = ten(g, DT_F32, rank, d);
+	ir_add_input(g, t);
+	return t;
+}
+#define BIN(g, ...) binput(g, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
+
+/* Finish a graph whose last node's output 0 is the output; infer it. */
+static Graph *
+bdone(Graph *g)
+{
+	ir_add_output(g, out(g, g->nnodes - 1, 0));
+	ir_reindex(g);
+	CU_ASSERT_TRUE_FATAL(ir_infer_all(g));
+	return g;
+}
+
+/* Is element e of constant c patched with factor f? */
+static bool
+patched(const BatchPlan *p, TensorId c, int64_t e, int64_t f)
+{
+	for (int i = 0; i < p->npatch; i++)
+		if (p->patch[i].t == c && p->patch[i].elem == e && p->patch[i].axis < 0)
+			return p->patch[i].factor == f;
+	return false;
+}
+
+/* Batch 4 with 4 heads: [4,16,64] -> [4,16,4,16] puts the batch at axis
+ * 0 of the target by the elements around it, never at axis 2 (also 4). */
+static void
+test_batch_heads(void)
+{
+	Graph *g = mk();
+	TensorId x = BIN(g, 4, 16, 64), s1 = CI(g, 4, 16, 4, 16), s2 = CI(g, 4, 16, 64);
+	NodeId r = NODE(g, Reshape, 1, x, s1);
+	NodeId t = NODE(g, Transpose, 1, out(g, r, 0));
+	AINTS(g, t, "perm", 0, 2, 1, 3);
+	NodeId u = NODE(g, Transpose, 1, out(g, t, 0));
+	AINTS(g, u, "perm", 0, 2, 1, 3);
+	NODE(g, Reshape, 1, out(g, u, 0), s2);
+	bdone(g);
+	BatchPlan p;
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_EQUAL(p.b0, 4);
+	CU_ASSERT_EQUAL(p.npatch, 2);
+	CU_ASSERT_TRUE(patched(&p, s1, 0, 1));
+	CU_ASSERT_FALSE(patched(&p, s1, 2, 1));
+	CU_ASSERT_TRUE(patched(&p, s2, 0, 1));
+	CU_ASSERT_EQUAL(p.pos[out(g, t, 0)].axis, 0);
+	CU_ASSERT(p.mixer == IR_NONE && p.stuck == IR_NONE);
+	CU_ASSERT_TRUE_FATAL(ir_batch_respecialize(g, &p, 8));
+	CU_ASSERT_STRING_EQUAL(ty(g, r, 0), "f32[8,16,4,16]");
+	CU_ASSERT_STRING_EQUAL(ty(g, g->nnodes - 1, 0), "f32[8,16,64]");
+	ir_batch_plan_free(&p);
+	ir_free(g);
+}
+
+/* The batch merged with the sequence, [4,16,64] -> [64,64] -> [4,16,32]:
+ * the first target's element is 16 x the batch. */
+static void
+test_batch_merged(void)
+{
+	Graph *g = mk();
+	TensorId x = BIN(g, 4, 16, 64), s1 = CI(g, 64, 64), s2 = CI(g, 4, 16, 32);
+	NodeId r = NODE(g, Reshape, 1, x, s1);
+	NodeId mm = NODE(g, MatMul, 1, out(g, r, 0), IN(g, DT_F32, 64, 32));
+	NODE(g, Reshape, 1, out(g, mm, 0), s2);
+	bdone(g);
+	BatchPlan p;
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_TRUE(patched(&p, s1, 0, 16));
+	CU_ASSERT_TRUE(patched(&p, s2, 0, 1));
+	BPos q = p.pos[out(g, mm, 0)];
+	CU_ASSERT(q.axis == 0 && q.outer == 1 && q.inner == 16);
+	CU_ASSERT_TRUE_FATAL(ir_batch_respecialize(g, &p, 2));
+	CU_ASSERT_STRING_EQUAL(ty(g, r, 0), "f32[32,64]");
+	ir_batch_plan_free(&p);
+	ir_free(g);
+}
+
+/* A cls token expanded to the export batch and concatenated to the
+ * sequence; a zero state from ConstantOfShape joined to the batch: both
+ * shape constants carry the batch, found from the Concat back up. */
+static void
+test_batch_constants(void)
+{
+	Graph *g = mk();
+	TensorId x = BIN(g, 3, 16, 8), cls = cbytes(g, DT_F32, 3, (int64_t[]){1, 1, 8},
+	    (float[8]){0}, 32), es = CI(g, 3, 1, 8), zs = CI(g, 3, 1, 8);
+	NodeId e = NODE(g, Expand, 1, cls, es);
+	NodeId c = NODE(g, Concat, 1, out(g, e, 0), x);
+	AINT(g, c, "axis", 1);
+	NodeId z = NODE(g, ConstantOfShape, 1, zs);
+	NodeId c2 = NODE(g, Concat, 1, out(g, z, 0), out(g, c, 0));
+	AINT(g, c2, "axis", 1);
+	bdone(g);
+	BatchPlan p;
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_TRUE(patched(&p, es, 0, 1));
+	CU_ASSERT_TRUE(patched(&p, zs, 0, 1));
+	CU_ASSERT_FALSE(patched(&p, es, 1, 1));
+	CU_ASSERT_EQUAL(p.stuck, IR_NONE);
+	CU_ASSERT_TRUE_FATAL(ir_batch_respecialize(g, &p, 6));
+	CU_ASSERT_STRING_EQUAL(ty(g, c2, 0), "f32[6,18,8]");
+	ir_batch_plan_free(&p);
+	ir_free(g);
+}
+
+/* What cannot be split or changed: a Softmax over the batch mixes samples
+ * (the batch may change, not be split); a weight holding per-sample data
+ * at the export batch cannot follow it. */
+static void
+test_batch_refusals(void)
+{
+	Graph *g = mk();
+	TensorId x = BIN(g, 4, 5);
+	NodeId sm = NODE(g, Softmax, 1, x);
+	AINT(g, sm, "axis", 0);
+	NODE(g, ReduceMean, 1, out(g, sm, 0));
+	AINTS(g, g->nnodes - 1, "axes", 1);
+	bdone(g);
+	BatchPlan p;
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_EQUAL(p.mixer, sm);
+	CU_ASSERT_EQUAL(p.stuck, IR_NONE);
+	ir_batch_plan_free(&p);
+	ir_free(g);
+
+	g = mk();
+	x = BIN(g, 2, 4);
+	TensorId w = cbytes(g, DT_F32, 2, (int64_t[]){2, 4}, (float[8]){1, 2, 3, 4, 5, 6, 7, 8}, 32);
+	NodeId add = NODE(g, Add, 1, x, w);
+	bdone(g);
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_EQUAL(p.stuck, add);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.stuck_why, "per-sample data"));
+	ir_batch_plan_free(&p);
+	ir_free(g);
+
+	/* the same weight with equal rows is a broadcast: it follows the batch */
+	g = mk();
+	x = BIN(g, 2, 4);
+	w = cbytes(g, DT_F32, 2, (int64_t[]){2, 4}, (float[8]){1, 2, 3, 4, 1, 2, 3, 4}, 32);
+	add = NODE(g, Add, 1, x, w);
+	bdone(g);
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_EQUAL(p.stuck, IR_NONE);
+	CU_ASSERT_TRUE_FATAL(ir_batch_respecialize(g, &p, 5));
+	CU_ASSERT_STRING_EQUAL(ty(g, add, 0), "f32[5,4]");
+	ir_batch_plan_free(&p);
+	ir_free(g);
+}
+
 void
 suite_infer(CU_pSuite s)
 {
@@ -869,4 +1027,8 @@ suite_infer(CU_pSuite s)
 	ADD(s, test_conv_transpose);
 	ADD(s, test_resize);
 	ADD(s, test_vision_misc);
+	ADD(s, test_batch_heads);
+	ADD(s, test_batch_merged);
+	ADD(s, test_batch_constants);
+	ADD(s, test_batch_refusals);
 }
