@@ -253,4 +253,17 @@ check "... refused" has "$tmp/err" "model path '/tmp/x.onnx' must be relative"
 expect 0 "... unless -model names it" "$TAPC" "$tmp/abs.ir" -model=test/e2e/mlp/model.onnx -o "$tmp/modelprog"
 check "... the program reads the model -model named" has "$tmp/modelprog/main.c" '"model.onnx"'
 expect 1 "-model with an ONNX input" "$TAPC" $mlp -model=x.onnx -emit=ir
+
+# symbolic dims: -dim, -input-shape (test/e2e/p2o: x is [p2o.0, 3, 16, p2o.1])
+p2o=test/e2e/p2o/model.onnx
+expect 1 "a symbolic width without a value" "$TAPC" $p2o -emit=ir
+check "... names it, its input and the options" has "$tmp/err" \
+    "'p2o.DynamicDimension.1' (input 'x' dim 3); give each one with -dim NAME=N or the input's shape with -input-shape"
+expect 0 "-dim binds it" "$TAPC" $p2o -dim p2o.DynamicDimension.1=24 -emit=ir
+check "... x is f32[1,3,16,24]" has "$tmp/out" 'input "x" f32\[1,3,16,24\]'
+check "... y's width follows from Shape" has "$tmp/out" 'f32\[1,24,16\]'
+expect 0 "-input-shape=x=2x3x16x10 pins the whole input" "$TAPC" $p2o -input-shape=x=2x3x16x10 -emit=ir
+check "... x is f32[2,3,16,10]" has "$tmp/out" 'input "x" f32\[2,3,16,10\]'
+expect 1 "-input-shape with a bad size" "$TAPC" $p2o -input-shape=x=2x3x0x10 -emit=ir
+expect 1 "-dim and -input-shape on an IR file" "$TAPC" "$tmp/m.ir" -dim a=1 -emit=ir
 finish

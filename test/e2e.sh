@@ -13,12 +13,15 @@
 # plan -dp=2 -pp=2 -tp=2 on 2x4 at batch 4 (two replicas of two micro-
 # batches).  The references come from torch (test/e2e/gen_fixtures.py),
 # cross-checked with onnxruntime, so every multi-rank program is checked
-# against the framework, not against tapc's one-rank output.  Then, since
+# against the framework, not against tapc's one-rank output.  A fixture's
+# args file (p2o: -dim for a symbolic width) goes with every compilation.
+# Then, since
 # the cost model picks only one plan per fixture, RANDOM_SEEDS (default 1
 # 2 3) more plans per mesh of RANDOM_MESHES (default 1x2 1x4), drawn
 # uniformly from the valid ones (-tp-random=SEED), must pass the same
 # check: every sharding pattern the router accepts has to compute the
-# model.  Last, plans forced by editing tp-plan's dump (the traps of
+# model.  Then the static-batch exports (below).  Last, plans forced by
+# editing tp-plan's dump (the traps of
 # docs/tensor-parallel.md: a tied table split two ways, a split residual
 # stream reaching LayerNorm) are rewritten, built and checked.
 . "$srcdir/test/lib.sh"
@@ -28,7 +31,8 @@ for m in test/e2e/*/model.onnx; do
 	name=$(basename "$dir")
 	# the most stages this model has (stage-assign: "cuts into only N")
 	pp4=4
-	if ! "$TAPC" "$m" -mesh 1x4 -pp=4 -emit=plan -o /dev/null 2>"$tmp/err"; then
+	args=$(fixture_args "$dir")
+	if ! "$TAPC" "$m" $args -mesh 1x4 -pp=4 -emit=plan -o /dev/null 2>"$tmp/err"; then
 		pp4=$(sed -n 's/.*cuts into only \([0-9]*\) pipeline subgraphs.*/\1/p' "$tmp/err")
 		[ -n "$pp4" ] || { fail "$name: -pp=4: $(head -1 "$tmp/err")"; pp4=4; }
 	fi
@@ -52,7 +56,42 @@ for m in test/e2e/*/model.onnx; do
 		random=""
 		[ $seed != 0 ] && random=-tp-random=$seed
 		what="$name mesh $mesh${flags:+ $flags} test_data_set_$set${random:+ random plan $seed}"
-		if ! "$TAPC" "$m" -mesh "$mesh" $flags $batch $random -o "$out" 2>"$tmp/err"; then
+		if ! "$TAPC" "$m" $args -mesh "$mesh" $flags $batch $random -o "$out" 2>"$tmp/err"; then
+			fail "$what: tapc: $(head -1 "$tmp/err")"
+			continue
+		fi
+		what="$what ($(sed -n 's/.*"degrees": {"dp": \([0-9]*\), "tp": \([0-9]*\), "pp": \([0-9]*\), "microbatches": \([0-9]*\).*/dp \1 tp \2 pp \3 x\4/p' "$out/plan.json"))"
+		if ! make -s -C "$out" >"$tmp/err" 2>&1; then
+			fail "$what: make"; head -5 "$tmp/err"
+			continue
+		fi
+		if "$out/model" --check "$dir/test_data_set_$set" --rtol 1e-4 --atol 1e-5 >"$tmp/log" 2>&1; then
+			pass "$what"
+		else
+			fail "$what"; cat "$tmp/log"
+		fi
+		sed 's/^/    /' "$tmp/log"
+		rm -rf "$out"
+	done
+done
+
+# Static-batch exports (test/e2e/NAME/static/: torch.onnx.export's default,
+# no dynamic axes, the export batch B0 baked into Reshape targets, Expand
+# shapes, zero states): compiled at each batch of NAME/static/batches
+# (B0, 2*B0, 1; tapc re-specializes the model, ir/batch.c) and checked
+# against torch's outputs at that batch; then at 2*B0 with -pp=2 (micro-
+# batches of another size again), -dp=2, and the default degrees of 2x2
+# and 2x4.
+for m in test/e2e/*/static/model.onnx; do
+	dir=$(dirname "$m")
+	name=$(basename "$(dirname "$dir")")/static
+	set -- $(cat "$dir/batches")
+	runs="$1:0: $2:1: $3:2: $2:1:-pp=2 $2:1:-dp=2 $2:1:-mesh,2x2 $2:1:-mesh,2x4"
+	for run in $runs; do
+		b=${run%%:*}; rest=${run#*:}; set=${rest%%:*}; flags=$(echo "${rest#*:}" | tr , ' ')
+		out="$tmp/static-$(echo "$name" | tr / -)-$b-$set"
+		what="$name -batch=$b${flags:+ $flags} test_data_set_$set"
+		if ! "$TAPC" "$m" -batch="$b" $flags -o "$out" 2>"$tmp/err"; then
 			fail "$what: tapc: $(head -1 "$tmp/err")"
 			continue
 		fi

@@ -10,14 +10,15 @@ cd "$srcdir"
 for m in test/e2e/*/model.onnx; do
 	name=$(basename "$(dirname "$m")")
 	out="$tmp/$name.ir"
-	if ! "$TAPC" "$m" -emit=ir -o "$out" 2>"$tmp/err"; then
+	args=$(fixture_args "$(dirname "$m")")
+	if ! "$TAPC" "$m" $args -emit=ir -o "$out" 2>"$tmp/err"; then
 		fail "$name: tapc exited non-zero: $(head -1 "$tmp/err")"
 		continue
 	fi
 	check "$name: every tensor shaped" sh -c "! grep -q '\\[?\\]' '$out'"
 	check "$name: shape arithmetic folded" \
 	    sh -c "! grep -Eq '= (Shape|ConstantOfShape|Range|Constant) ' '$out'"
-	"$TAPC" "$m" -emit=ir > "$tmp/again.ir"
+	"$TAPC" "$m" $args -emit=ir > "$tmp/again.ir"
 	check "$name: deterministic" cmp -s "$out" "$tmp/again.ir"
 	exp="test/e2e/$name/expected.ir"
 	[ "${UPDATE:-}" = 1 ] && cp "$out" "$exp"

@@ -15,3 +15,6 @@ finish() {
 	echo "$npass passed, $nfail failed"
 	[ "$nfail" = 0 ]
 }
+# fixture_args DIR: the options a fixture needs on every compilation (its
+# DIR/args, e.g. -dim for a model with symbolic non-batch dims), one line
+fixture_args() { [ -f "$1/args" ] && cat "$1/args"; true; }

@@ -8,13 +8,14 @@
 cd "$srcdir"
 for m in test/e2e/*/model.onnx; do
 	name=$(basename "$(dirname "$m")")
+	args=$(fixture_args "$(dirname "$m")")
 	for stage in verify default; do
 		a="$tmp/$name.$stage.ir"
 		b="$tmp/$name.$stage.back.ir"
 		if [ $stage = verify ]; then
-			"$TAPC" "$m" -passes=verify -emit=ir -o "$a" || { fail "$name/$stage: load"; continue; }
+			"$TAPC" "$m" $args -passes=verify -emit=ir -o "$a" || { fail "$name/$stage: load"; continue; }
 		else
-			"$TAPC" "$m" -emit=ir -o "$a" || { fail "$name/$stage: load"; continue; }
+			"$TAPC" "$m" $args -emit=ir -o "$a" || { fail "$name/$stage: load"; continue; }
 		fi
 		if "$TAPC" "$a" -passes=verify -emit=ir -o "$b"; then
 			check "$name/$stage: print-read-print identical" cmp -s "$a" "$b"
@@ -23,7 +24,7 @@ for m in test/e2e/*/model.onnx; do
 		fi
 	done
 	rm -rf "$tmp/dump"
-	"$TAPC" "$m" -ir-dump-dir="$tmp/dump" -emit=ir -o /dev/null
+	"$TAPC" "$m" $args -ir-dump-dir="$tmp/dump" -emit=ir -o /dev/null
 	for f in "$tmp"/dump/*.ir; do
 		"$TAPC" "$f" -passes=verify -emit=ir -o "$tmp/x.ir" && cmp -s "$f" "$tmp/x.ir" ||
 			{ fail "$name: dump $(basename "$f") does not read back"; continue 2; }

@@ -353,7 +353,36 @@ def cases_file():
         "input 'x': type is not a tensor")
     case("symbolic_dim", make_model(tiny_graph(inputs=[
         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "n"])])),
-        "input 'x': dimension 1 is symbolic ('n'); tapc needs static shapes except the batch dimension 0")
+        "symbolic dimension without a value: 'n' (input 'x' dim 1); give each one with -dim NAME=N "
+        "or the input's shape with -input-shape INPUT=AxBxC")
+    # symbolic dims as other exporters write them, and the pins that bind them
+    p2o = make_model(tiny_graph(
+        nodes=[helper.make_node("Relu", ["x"], ["y"], name="r"),
+               helper.make_node("Relu", ["m"], ["z"], name="r2")],
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                              ["p2o.DynamicDimension.0", 3, "p2o.DynamicDimension.1"]),
+                helper.make_tensor_value_info("m", TensorProto.FLOAT, ["batch", "sequence", ""])],
+        outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                 helper.make_tensor_value_info("z", TensorProto.FLOAT, None)]))
+    case("symbolic_dims_listed", p2o,
+         "symbolic dimensions without a value: 'p2o.DynamicDimension.1' (input 'x' dim 2), "
+         "'sequence' (input 'm' dim 1), '?' (input 'm' dim 2); give each one with -dim NAME=N "
+         "or the input's shape with -input-shape INPUT=AxBxC")
+    case("ok_pinned_dims", p2o, None,
+         ["-dim", "p2o.DynamicDimension.1=5", "-input-shape=m=2x7x9", "-dim", "p2o.DynamicDimension.0=2"])
+    case("pin_unknown_dim", p2o,
+         "-dim seq=4: no input has a dimension named 'seq' (the model's symbolic dimensions: "
+         "'p2o.DynamicDimension.0', 'p2o.DynamicDimension.1', 'batch', 'sequence')", ["-dim", "seq=4"])
+    case("pin_unknown_input", p2o, "-input-shape q: the model has no input 'q' (its inputs: 'x', 'm')",
+         ["-input-shape", "q=1x2"])
+    case("pin_rank", p2o, "-input-shape x: 2 dims given, but input 'x' has rank 3",
+         ["-input-shape", "x=1x3"])
+    case("pin_static", p2o, "-input-shape x: dim 1 is 4, but the model fixes it at 3",
+         ["-input-shape", "x=1x4x5"])
+    case("pin_conflict", p2o, "dimension 'p2o.DynamicDimension.1' is 5 by -input-shape x but 6 by -dim",
+         ["-input-shape", "x=1x3x5", "-dim", "p2o.DynamicDimension.1=6"])
+    case("pin_zero", p2o, None, ["-dim", "sequence=0"])
+    expect("pin_zero", "tapc: error: -dim sequence=0: expected NAME=N with N a positive count")
 
     # operators
     case("unsupported_op", make_model(tiny_graph(nodes=[
@@ -410,8 +439,37 @@ def cases_file():
         nodes=[helper.make_node("ReduceMax", ["x"], ["y"], name="max", axes=[0], keepdims=0)],
         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
         outputs=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])),
-        "output 'y' is f32[4] at batch 2 but f32[4] at batch 1: data parallelism and "
-        "micro-batches need the batch as dim 0 of every input and output", ["-dp=2", "-batch=2"])
+        "node 'max' (ReduceMax): the batch cannot be split into replicas or micro-batches: it "
+        "reduces over the batch's axis; -dp=1 -microbatches=1 works", ["-dp=2", "-batch=2"])
+
+    # a model exported at a fixed batch (torch's default): the batch baked
+    # into constants is found and rewritten; where it cannot be, one error
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    heads = make_model(tiny_graph(
+        nodes=[helper.make_node("Reshape", ["x", "s1"], ["h"], name="split_heads"),
+               helper.make_node("Relu", ["h"], ["r"], name="relu"),
+               helper.make_node("Reshape", ["r", "s2"], ["y"], name="merge_heads")],
+        inputs=[helper.make_tensor_value_info("x", f32, [4, 8])],
+        outputs=[helper.make_tensor_value_info("y", f32, [4, 8])],
+        inits=[helper.make_tensor("s1", i64, [3], [4, 4, 2]),
+               helper.make_tensor("s2", i64, [2], [4, 8])]))
+    case("ok_static_batch", heads, None, ["-batch=8"])
+    case("ok_static_split", heads, None, ["-batch=8", "-dp=2"])
+    g = tiny_graph(nodes=[helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                   inputs=[helper.make_tensor_value_info("x", f32, [2, 4])],
+                   outputs=[helper.make_tensor_value_info("y", f32, [2, 4])],
+                   inits=[helper.make_tensor("w", f32, [2, 4], [1, 2, 3, 4, 5, 6, 7, 8])])
+    case("static_per_sample", make_model(g),
+         "node 'add' (Add): the export batch 2 cannot be changed to 4: its input 'w' holds "
+         "per-sample data of the export batch; -batch=2 (the export batch) works, or re-export "
+         "with a dynamic batch", ["-batch=4"])
+    g = tiny_graph(nodes=[helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=0)],
+                   inputs=[helper.make_tensor_value_info("x", f32, [4, 4])],
+                   outputs=[helper.make_tensor_value_info("y", f32, [4, 4])])
+    case("static_mixing", make_model(g),
+         "node 'sm' (Softmax): the batch cannot be split into replicas or micro-batches: it "
+         "normalizes over the batch's axis; -dp=1 -microbatches=1 works", ["-dp=2"])
+    case("ok_static_mixing_batch", make_model(g), None, ["-batch=8"])
 
     # recurrent ops: W of 3 gates for an LSTM's 4, a constant sequence
     # length past seq_length, an activation the spec does not name

@@ -528,6 +528,13 @@ MODELS = {
 }
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 
+# The same models exported as torch.onnx.export does by default: no dynamic
+# axes, the export batch baked into the graph's constants (NAME/static/).
+# The export batch equals the head count for the attention models, so a
+# Reshape [B,T,H,d] holds two equal dims tapc must tell apart.
+STATIC_B0 = {'gpt': 4, 'bert': 4, 't5': 4, 'mlp': 3, 'cnn': 2, 'ln17': 2, 'resmlp': 3,
+             'resnet': 2, 'tied': 2, 'rnn': 3}
+
 
 # ---------------------------------------------------------------- export
 
@@ -637,6 +644,55 @@ def export(name):
     return mdir
 
 
+def export_static(name):
+    """NAME/static/: the model exported at batch B0 with no dynamic axes,
+    and torch's outputs at B0, 2*B0 and 1 (test_data_set_0, 1, 2); the
+    batches are listed in NAME/static/batches for test/e2e.sh."""
+    seed, ctor, make_inputs, out_names, opset, training = MODELS[name]
+    torch.manual_seed(seed)
+    model = ctor()
+    gen = torch.Generator().manual_seed(seed + 1)
+    perturb_norms(model, gen)
+    model.eval()
+    b0 = STATIC_B0[name]
+    sdir = os.path.join(HERE, name, 'static')
+    if os.path.isdir(sdir):
+        shutil.rmtree(sdir)
+    os.makedirs(sdir)
+    data_gen = torch.Generator().manual_seed(seed + 3)
+    batches = [b0, 2 * b0, 1]
+    datasets = [make_inputs(b, data_gen) for b in batches]
+    in_names = list(datasets[0].keys())
+    model_path = os.path.join(sdir, 'model.onnx')
+    kwargs = dict(input_names=in_names, output_names=out_names, opset_version=opset,
+                  do_constant_folding=True)
+    if training is not None:
+        kwargs['training'] = training
+    args = tuple(datasets[0][n] for n in in_names)
+    with torch.no_grad():
+        torch.onnx.export(model, args, model_path, **kwargs)
+    if name == 'tied':
+        retie(model_path, 'wte.weight')
+    m = onnx.load(model_path)
+    onnx.checker.check_model(m)
+    for vi in m.graph.input:
+        assert vi.type.tensor_type.shape.dim[0].dim_value == b0, (name, vi.name)
+    for i, inputs in enumerate(datasets):
+        ddir = os.path.join(sdir, 'test_data_set_%d' % i)
+        os.makedirs(ddir)
+        with torch.no_grad():
+            outs = model(*[inputs[n] for n in in_names])
+        if not isinstance(outs, (tuple, list)):
+            outs = (outs,)
+        for j, n in enumerate(in_names):
+            write_pb(os.path.join(ddir, 'input_%d.pb' % j), inputs[n].numpy(), n)
+        for j, (n, o) in enumerate(zip(out_names, outs)):
+            write_pb(os.path.join(ddir, 'output_%d.pb' % j), o.numpy(), n)
+    with open(os.path.join(sdir, 'batches'), 'w') as f:
+        f.write(' '.join(map(str, batches)) + '\n')
+    return sdir
+
+
 # ---------------------------------------------------------------- op summary
 
 def op_summary(model_path):
@@ -712,7 +768,7 @@ def ort_available(ort_dir):
         return False
 
 
-def crosscheck(names, ort_dir):
+def crosscheck(names, ort_dir, sets=None):
     lines = ['onnxruntime-node cross-check (intraOpNumThreads=1) vs torch %s float32 reference'
              % torch.__version__,
              'max_abs = max|ort - torch|, max_rel = max(|ort - torch| / max(|torch|, 1e-6))',
@@ -721,7 +777,7 @@ def crosscheck(names, ort_dir):
     for name in names:
         mdir = os.path.join(HERE, name)
         mpath = os.path.join(mdir, 'model.onnx')
-        for ds in sorted(d for d in os.listdir(mdir) if d.startswith('test_data_set_')):
+        for ds in sorted(d for d in os.listdir(mdir) if d.startswith('test_data_set_'))[:sets]:
             ddir = os.path.join(mdir, ds)
             nin = len([f for f in os.listdir(ddir) if f.startswith('input_')])
             nout = len([f for f in os.listdir(ddir) if f.startswith('output_')])
@@ -752,6 +808,8 @@ def main():
     ap.add_argument('--ort-dir', default='/tmp/ort',
                     help='directory holding node_modules/onnxruntime-node (default /tmp/ort)')
     ap.add_argument('--no-ort', action='store_true', help='skip the onnxruntime cross-check')
+    ap.add_argument('--static', action='store_true',
+                    help='write only the static-batch exports (NAME/static/)')
     ap.add_argument('models', nargs='*', help='subset of: ' + ' '.join(MODELS))
     args = ap.parse_args()
     names = args.models or list(MODELS)
@@ -760,6 +818,17 @@ def main():
             ap.error('unknown model ' + n)
 
     torch.set_num_threads(1)
+    if args.static:
+        for n in names:
+            export_static(n)
+            print(format_summary(n + '/static', os.path.join(HERE, n, 'static', 'model.onnx')))
+        if args.no_ort or not ort_available(args.ort_dir):
+            return 0
+        report, ok = crosscheck([n + '/static' for n in names], args.ort_dir, sets=1)
+        if set(names) == set(MODELS):
+            with open(os.path.join(HERE, 'ort_crosscheck_static.txt'), 'w') as f:
+                f.write(report)
+        return 0 if ok else 1
     for n in names:
         export(n)
     for n in names:
