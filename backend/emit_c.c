@@ -257,6 +257,52 @@ put_sends(Emitter *e, int s, TensorId t, int tp)
 	free(sent);
 }
 
+/*
+ * The calls of stage s's nodes in one region (IR_NONE: the top level) and
+ * branch, at `indent` tabs.  An If runs one of its branches where it is:
+ * the branches' nodes were placed before it in the graph, but they read
+ * only values defined before the If and nothing outside reads them, so
+ * they run inside `if (cond) { then } else { else }` and the If's kernel
+ * then copies the taken branch's outputs.  Values cross to later stages
+ * only from the top level (an If is never cut).
+ */
+static void
+put_nodes(Emitter *e, int stage, int region, int branch, int indent)
+{
+	Graph *g = e->g;
+	FILE *f = e->f;
+	int tp = g->mesh.tp > 1 ? g->mesh.tp : 1, pp = emit_nstages(g);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead || emit_stage(g, n) != stage || nd->region != region ||
+		    (region != IR_NONE && nd->branch != branch))
+			continue;
+		if (nd->op == OP_If) {
+			fprintf(f, "%.*sif (*(const uint8_t *)T[%d].data) {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t",
+			    e->num[nd->in[0]]);
+			put_nodes(e, stage, nd->owns, 0, indent + 1);
+			fprintf(f, "%.*s} else {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
+			put_nodes(e, stage, nd->owns, 1, indent + 1);
+			fprintf(f, "%.*s}\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
+		}
+		fprintf(f, "%.*s", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
+		if (emit_is_view(g, n))
+			fprintf(f, "/* T[%d] is T[%d] as %s */", e->num[nd->out[0]],
+			    e->num[nd->in[0]], ir_op_name(nd->op));
+		else
+			fprintf(f, "taprt_op_%s(cx, &N%d);", ir_op_name(nd->op), n);
+		if (nd->name[0]) {
+			fputs("\t/* ", f);
+			ir_esc_c_comment(f, nd->name);
+			fputs(" */", f);
+		}
+		fputc('\n', f);
+		for (int i = 0; i < nd->nout && region == IR_NONE; i++)
+			if (nd->out[i] != IR_NONE && pp > 1)
+				put_sends(e, stage, nd->out[i], tp);
+	}
+}
+
 bool
 emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 {
@@ -383,10 +429,11 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	fputs("\tfor (int m = 0; m < MICROBATCHES; m++) {\n", f);
 	fputs("\t\t/* this replica's m-th micro-batch: rows k*b .. k*b+b-1 of the batch */\n", f);
 	fputs("\t\tint64_t k = (int64_t)cx->dp_rank * MICROBATCHES + m;\n\t\t(void)k;\n", f);
-	for (int i = 0; i < g->ninputs; i++)
+	for (int i = 0; i < g->ninputs; i++) /* a scalar input (a flag) is every micro-batch's */
 		if (use[g->inputs[i]])
 			fprintf(f, "\t\tT[%d].data = (char *)cx->inputs[%d] + k * %lld;\n",
-			    e.num[g->inputs[i]], i, (long long)ir_nbytes(&g->tensors[g->inputs[i]]));
+			    e.num[g->inputs[i]], i, g->tensors[g->inputs[i]].rank ?
+			    (long long)ir_nbytes(&g->tensors[g->inputs[i]]) : 0LL);
 	for (int i = 0; i < g->noutputs; i++) {
 		TensorId t = g->outputs[i];
 		bool first = true;
@@ -408,25 +455,7 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 			    "\t/* from stage %d */\n", i, (stage - emit_tensor_stage(g, t)) * tp, i,
 			    emit_tensor_stage(g, t));
 	}
-	for (NodeId n = 0; n < g->nnodes; n++) {
-		Node *nd = &g->nodes[n];
-		if (nd->dead || emit_stage(g, n) != stage)
-			continue;
-		if (emit_is_view(g, n))
-			fprintf(f, "\t\t/* T[%d] is T[%d] as %s */", e.num[nd->out[0]],
-			    e.num[nd->in[0]], ir_op_name(nd->op));
-		else
-			fprintf(f, "\t\ttaprt_op_%s(cx, &N%d);", ir_op_name(nd->op), n);
-		if (nd->name[0]) {
-			fputs("\t/* ", f);
-			ir_esc_c_comment(f, nd->name);
-			fputs(" */", f);
-		}
-		fputc('\n', f);
-		for (int i = 0; i < nd->nout; i++)
-			if (nd->out[i] != IR_NONE && pp > 1)
-				put_sends(&e, stage, nd->out[i], tp);
-	}
+	put_nodes(&e, stage, IR_NONE, 0, 2);
 	/* outputs this stage owns that are not computed into their buffer:
 	 * inputs, weights, constants, or a value listed twice */
 	for (int i = 0; i < g->noutputs; i++) {

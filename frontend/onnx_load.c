@@ -108,6 +108,10 @@ typedef struct {
 	const WireInfo *wi;
 	NameMap names;                  /* value name -> tensor */
 	bool static_batch;              /* no input's dim 0 is symbolic: the export batch is baked */
+	int region, branch;             /* the If branch being loaded, or IR_NONE */
+	int last_region;                /* the region load_branches just made */
+	const char **scoped;            /* names a branch defined, undone when it ends */
+	int nscoped, capscoped;
 	NameMap later;                  /* node output name -> defining node index */
 } Loader;
 
@@ -611,14 +615,37 @@ resolve_shapes(Loader *L, InputDims *in)
 	return ok;
 }
 
+/* The tensor a name stands for here, or IR_NONE (a branch's names are gone
+ * once the branch ends: their slots hold IR_NONE). */
+static TensorId
+lookup(Loader *L, const char *name)
+{
+	TensorId *t = map_slot(&L->names, name);
+	return t ? *t : IR_NONE;
+}
+
+static void
+scope_add(Loader *L, const char *name)
+{
+	if (L->region == IR_NONE)
+		return;
+	if (L->nscoped == L->capscoped) {
+		L->capscoped = L->capscoped ? 2 * L->capscoped : 64;
+		if (!(L->scoped = realloc(L->scoped, sizeof *L->scoped * L->capscoped)))
+			die("out of memory");
+	}
+	L->scoped[L->nscoped++] = name;
+}
+
 static bool
 define(Loader *L, const char *name, TensorId id, const char *by)
 {
-	if (map_slot(&L->names, name)) {
+	if (lookup(L, name) != IR_NONE) {
 		diag_file(L->path, "%s: value '%s' is defined more than once", by, name);
 		return false;
 	}
 	map_put(&L->names, name, id);
+	scope_add(L, name);
 	return true;
 }
 
@@ -728,7 +755,11 @@ load_attr(Loader *L, NodeId nid, Onnx__AttributeProto *a)
 	}
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
 	case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
-		diag_node(g, nid, "attribute '%s' holds a subgraph; control flow is not supported", an);
+		/* an If's branches are its nodes already (load_branches) */
+		if (g->nodes[nid].op == OP_If && (strcmp(an, "then_branch") == 0 ||
+		    strcmp(an, "else_branch") == 0) && type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)
+			return true;
+		diag_node(g, nid, "attribute '%s' holds a subgraph; control flow other than If is not supported", an);
 		return false;
 	default:
 		diag_node(g, nid, "attribute '%s' has unsupported type %d", an, type);
@@ -736,12 +767,103 @@ load_attr(Loader *L, NodeId nid, Onnx__AttributeProto *a)
 	}
 }
 
+static bool load_node(Loader *L, Onnx__NodeProto *np, int index);
+
+/* One If branch: its initializers and nodes, marked with region and branch,
+ * its names visible only inside it; *outs gets its outputs' tensors. */
+static bool
+load_branch(Loader *L, Onnx__GraphProto *gp, const char *nname, const char *which, int region,
+    int branch, TensorId *outs, size_t nout)
+{
+	Graph *g = L->g;
+	if (gp->n_input) {
+		diag_file(L->path, "node '%s' (If): the %s branch has inputs; an If's branches take none",
+		    nname, which);
+		return false;
+	}
+	if (gp->n_sparse_initializer) {
+		diag_file(L->path, "node '%s' (If): sparse initializers are not supported", nname);
+		return false;
+	}
+	if (gp->n_output != nout) {
+		diag_file(L->path, "node '%s' (If): the %s branch has %zu outputs, the If %zu", nname,
+		    which, gp->n_output, nout);
+		return false;
+	}
+	int saved_region = L->region, saved_branch = L->branch, mark = L->nscoped;
+	L->region = region;
+	L->branch = branch;
+	bool ok = true;
+	for (size_t i = 0; ok && i < gp->n_initializer; i++) {
+		Onnx__TensorProto *tp = gp->initializer[i];
+		const char *name = tp->name ? tp->name : "";
+		TensorId id = ir_add_tensor(g, name, TK_WEIGHT, DT_UNDEF);
+		ok = *name && define(L, g->tensors[id].name, id, "initializers") &&
+		    load_tensor(L, tp, NULL, id, "initializer", name);
+		if (!*name)
+			diag_file(L->path, "node '%s' (If): an initializer of the %s branch has no name", nname, which);
+	}
+	for (size_t i = 0; ok && i < gp->n_node; i++)
+		ok = load_node(L, gp->node[i], -1);
+	for (size_t i = 0; ok && i < nout; i++) {
+		const char *vn = gp->output[i]->name ? gp->output[i]->name : "";
+		if ((outs[i] = lookup(L, vn)) == IR_NONE) {
+			diag_file(L->path, "node '%s' (If): output '%s' of the %s branch is not defined", nname,
+			    vn, which);
+			ok = false;
+		}
+	}
+	/* the branch's names end with it (the other branch may reuse them) */
+	for (int i = L->nscoped - 1; i >= mark; i--)
+		map_put(&L->names, L->scoped[i], IR_NONE);
+	L->nscoped = mark;
+	L->region = saved_region;
+	L->branch = saved_branch;
+	return ok;
+}
+
+/* The branches of If node np, loaded before it; returns its inputs: the
+ * condition, the then branch's outputs, the else branch's. */
+static TensorId *
+load_branches(Loader *L, Onnx__NodeProto *np, const char *nname, const TensorId *in, bool *ok)
+{
+	Onnx__GraphProto *br[2] = {NULL, NULL};
+	for (size_t i = 0; i < np->n_attribute; i++) {
+		Onnx__AttributeProto *a = np->attribute[i];
+		const char *an = a->name ? a->name : "";
+		int k = strcmp(an, "then_branch") == 0 ? 0 : strcmp(an, "else_branch") == 0 ? 1 : -1;
+		if (k >= 0 && a->g)
+			br[k] = a->g;
+	}
+	if (np->n_input != 1 || in[0] == IR_NONE || !br[0] || !br[1]) {
+		diag_file(L->path, "node '%s' (If): expected one input (the condition) and two branches, "
+		    "then_branch and else_branch", nname);
+		*ok = false;
+		return NULL;
+	}
+	size_t nout = np->n_output;
+	TensorId *all = malloc(sizeof *all * (1 + 2 * nout + 1));
+	if (!all)
+		die("out of memory");
+	all[0] = in[0];
+	int region = L->g->nregions++;
+	*ok = load_branch(L, br[0], nname, "then", region, 0, all + 1, nout) &&
+	    load_branch(L, br[1], nname, "else", region, 1, all + 1 + nout, nout);
+	L->last_region = region;
+	if (!*ok) {
+		free(all);
+		return NULL;
+	}
+	return all;
+}
+
 static bool
 load_node(Loader *L, Onnx__NodeProto *np, int index)
 {
 	Graph *g = L->g;
 	char label[32];
-	const char *nname = np->name && *np->name ? np->name : (snprintf(label, sizeof label, "#%d", index), label);
+	const char *nname = np->name && *np->name ? np->name : index < 0 ? "(in a branch)" :
+	    (snprintf(label, sizeof label, "#%d", index), label);
 	const char *optype = np->op_type ? np->op_type : "";
 	const char *domain = np->domain ? np->domain : "";
 	Op op;
@@ -775,12 +897,9 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 			in[i] = IR_NONE;
 			continue;
 		}
-		TensorId *slot = map_slot(&L->names, vn);
-		if (slot) {
-			in[i] = *slot;
+		if ((in[i] = lookup(L, vn)) != IR_NONE)
 			continue;
-		}
-		TensorId *def = map_slot(&L->later, vn);
+		TensorId *def = L->region == IR_NONE ? map_slot(&L->later, vn) : NULL;
 		if (def && *def >= index) {
 			diag_file(L->path, "node '%s' (%s): input '%s' is used before the node that defines it (nodes are not in topological order)",
 			    nname, optype, vn);
@@ -789,13 +908,22 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 		}
 		ok = false;
 	}
+	/* an If's branches: their nodes come first (before its outputs are
+	 * named), its inputs become the condition, then each branch's outputs */
+	if (ok && op == OP_If) {
+		TensorId *all = load_branches(L, np, nname, in, &ok);
+		if (ok) {
+			free(in);
+			in = all;
+		}
+	}
 	for (size_t i = 0; i < np->n_output && ok; i++) {
 		const char *vn = np->output[i] ? np->output[i] : "";
 		if (!*vn) {
 			out[i] = IR_NONE;
 			continue;
 		}
-		if (map_slot(&L->names, vn)) {
+		if (lookup(L, vn) != IR_NONE) {
 			diag_file(L->path, "node '%s' (%s): output '%s' is already defined (values must be assigned once)",
 			    nname, optype, vn);
 			ok = false;
@@ -803,9 +931,15 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 		}
 		out[i] = ir_add_tensor(g, vn, TK_VALUE, DT_UNDEF);
 		map_put(&L->names, g->tensors[out[i]].name, out[i]);
+		scope_add(L, g->tensors[out[i]].name);
 	}
 	if (ok) {
-		NodeId nid = ir_add_node(g, op, np->name ? np->name : "", (int)np->n_input, in, (int)np->n_output, out);
+		int nin = op == OP_If ? 1 + 2 * (int)np->n_output : (int)np->n_input;
+		NodeId nid = ir_add_node(g, op, np->name ? np->name : "", nin, in, (int)np->n_output, out);
+		g->nodes[nid].region = L->region;
+		g->nodes[nid].branch = L->branch;
+		if (op == OP_If)
+			g->nodes[nid].owns = L->last_region;
 		for (size_t i = 0; i < np->n_attribute && ok; i++)
 			ok = load_attr(L, nid, np->attribute[i]);
 		/* opsets before 7 broadcast one way along an axis, not like numpy */
@@ -939,8 +1073,8 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 			ok = false;
 			break;
 		}
-		TensorId *w = map_slot(&L->names, name);
-		if (w && g->tensors[*w].kind == TK_WEIGHT)
+		TensorId w = lookup(L, name);
+		if (w != IR_NONE && g->tensors[w].kind == TK_WEIGHT)
 			continue;
 		TensorId id = ir_add_tensor(g, name, TK_INPUT, DT_UNDEF);
 		ok = define(L, g->tensors[id].name, id, "graph inputs") &&
@@ -965,12 +1099,12 @@ load_graph(Loader *L, Onnx__ModelProto *m)
 			return false;
 	for (size_t i = 0; i < gp->n_output; i++) {
 		const char *name = gp->output[i]->name ? gp->output[i]->name : "";
-		TensorId *t = map_slot(&L->names, name);
-		if (!t) {
+		TensorId t = lookup(L, name);
+		if (t == IR_NONE) {
 			diag_file(L->path, "graph output '%s' is not defined", name);
 			return false;
 		}
-		ir_add_output(g, *t);
+		ir_add_output(g, t);
 	}
 	ir_reindex(g);
 	g->ops_loaded = g->nnodes;
@@ -1012,10 +1146,12 @@ onnx_load_buffer(const uint8_t *buf, size_t len, const char *path, const char *d
 	g->model = ir_strdup(&g->arena, path);
 	g->dir = dir ? ir_strdup(&g->arena, dir) : ".";
 	ir_add_file(g, slash ? slash + 1 : path);
-	Loader L = {.g = g, .path = g->model, .dir = dir, .opt = o, .wi = &wi};
+	Loader L = {.g = g, .path = g->model, .dir = dir, .opt = o, .wi = &wi, .region = IR_NONE,
+		.last_region = IR_NONE};
 	bool ok = load_graph(&L, m);
 	map_free(&L.names);
 	map_free(&L.later);
+	free(L.scoped);
 	onnx__model_proto__free_unpacked(m, NULL);
 	free(wi.init);
 	if (!ok) {

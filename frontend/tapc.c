@@ -354,6 +354,8 @@ batch_rows(const Graph *g, const Graph *m, int64_t batch, int64_t micro)
 		for (int i = 0; i < n; i++) {
 			const Tensor *a = &g->tensors[k ? g->outputs[i] : g->inputs[i]];
 			const Tensor *b = &m->tensors[k ? m->outputs[i] : m->inputs[i]];
+			if (!k && a->rank == 0 && b->rank == 0)
+				continue; /* a scalar input (a flag): every replica reads it whole */
 			/* dim 0 scales with the batch (an output may hold it merged
 			 * with inner dims, [B*T, V]: its rows still split evenly) */
 			bool same = a->rank >= 1 && a->rank == b->rank && b->dims[0] > 0 &&

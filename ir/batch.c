@@ -889,6 +889,20 @@ forward(An *a, NodeId n)
 			set_out(a, n, i, (BPos){l1 ? 0 : 1, 1, 1});
 		return;
 	}
+	case OP_If: {
+		/* each output where both branches have it; the condition is one
+		 * bool, so every sample takes the same branch */
+		int k = nd->nout;
+		if (p.axis >= 0)
+			mixes(a, n, "its condition carries the batch");
+		for (int j = 0; j < k; j++) {
+			BPos t = pin(a, n, 1 + j), e = pin(a, n, 1 + k + j);
+			if (!same_pos(t, e))
+				mixes(a, n, "its branches hold the batch in different places");
+			set_out(a, n, j, same_pos(t, e) ? t : NO_POS);
+		}
+		return;
+	}
 	case OP_Einsum:
 		/* the equation's letters would tell; until they do, only a batch
 		 * that reaches no Einsum is re-specialized */

@@ -107,8 +107,9 @@ check_attrs(Graph *g, NodeId n)
 	}
 	for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
 		const AttrRule *r = &rules[i];
-		if (r->op == nd->op && r->required && g->opset >= r->lo && g->opset <= r->hi &&
-		    !ir_attr(g, n, r->name)) {
+		/* an If's branches are nodes, not attributes */
+		if (r->op == nd->op && r->required && r->type >= 0 && g->opset >= r->lo &&
+		    g->opset <= r->hi && !ir_attr(g, n, r->name)) {
 			diag_node(g, n, "required attribute '%s' is missing", r->name);
 			return false;
 		}

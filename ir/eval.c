@@ -659,6 +659,20 @@ ir_eval_node(Graph *g, NodeId n)
 		return false;
 	if (op == OP_Constant)
 		return eval_constant(g, n, o);
+	if (op == OP_If) { /* a known condition picks its branch's known values */
+		const uint8_t *c = ir_value(g, nd->in[0]);
+		int k = nd->nout;
+		for (int j = 0; c && j < k; j++) {
+			TensorId src = nd->in[1 + (*c ? 0 : k) + j];
+			const void *v = nd->out[j] != IR_NONE ? ir_value(g, src) : NULL;
+			if (nd->out[j] != IR_NONE && !v)
+				return false;
+		}
+		for (int j = 0; c && j < k; j++)
+			if (nd->out[j] != IR_NONE)
+				ir_tensor(g, nd->out[j])->value = (void *)ir_value(g, nd->in[1 + (*c ? 0 : k) + j]);
+		return c != NULL;
+	}
 	Tensor *x = nd->nin ? ir_tensor(g, nd->in[0]) : NULL;
 	bool shape_only = op == OP_Shape || op == OP_Size;
 	for (int i = 0; i < nd->nin && !shape_only; i++) {

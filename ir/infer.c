@@ -333,6 +333,7 @@ static const struct {
 	[OP_GatherElements] = {2, 2, 1, 1}, [OP_ScatterElements] = {3, 3, 1, 1},
 	[OP_Scatter] = {3, 3, 1, 1}, [OP_ScatterND] = {3, 3, 1, 1}, [OP_OneHot] = {3, 3, 1, 1},
 	[OP_Einsum] = {1, -1, 1, 1}, [OP_CumSum] = {2, 2, 1, 1}, [OP_TopK] = {1, 2, 2, 2},
+	[OP_If] = {3, -1, 1, -1},
 	[OP_ConvTranspose] = {2, 3, 1, 1}, [OP_InstanceNormalization] = {3, 3, 1, 1},
 	[OP_Resize] = {1, 4, 1, 1}, [OP_Upsample] = {1, 2, 1, 1},
 	[OP_DepthToSpace] = {1, 1, 1, 1}, [OP_SpaceToDepth] = {1, 1, 1, 1},
@@ -2045,6 +2046,44 @@ infer_resize(Graph *g, NodeId n)
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
+/* If: the condition (one bool), then K outputs of each branch.  tapc
+ * compiles both branches and reserves one buffer per output, so the two
+ * branches must agree on each output's dtype and shape. */
+static bool
+infer_if(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	int k = nd->nout;
+	Tensor *c = in(g, n, 0);
+	if (nd->nin != 1 + 2 * k) {
+		diag_node(g, n, "expected a condition and %d outputs of each branch, got %d inputs", k, nd->nin);
+		return false;
+	}
+	if (c->dtype != DT_BOOL || ir_numel(c) != 1) {
+		diag_node(g, n, "the condition is %s, expected one bool", ts(c));
+		return false;
+	}
+	for (int i = 0; i < k; i++) {
+		Tensor *a = in(g, n, 1 + i), *b = in(g, n, 1 + k + i);
+		if (!a || !b) {
+			diag_node(g, n, "output %d: a branch does not compute it", i);
+			return false;
+		}
+		bool same = a->dtype == b->dtype && a->rank == b->rank;
+		for (int d = 0; same && d < a->rank; d++)
+			same = a->dims[d] == b->dims[d];
+		if (!same) {
+			diag_node(g, n, "output %d is %s in the then branch but %s in the else branch; tapc "
+			    "compiles both and needs them the same", i, ts(a), ts(b));
+			return false;
+		}
+		Shape s = shape_of(a);
+		if (!set_out(g, n, i, a->dtype, &s))
+			return false;
+	}
+	return true;
+}
+
 /* AllReduce keeps the shape; AllGather multiplies the split axis by the
  * number of parts, ReduceScatter and Shard divide it (tensor parallelism). */
 static bool
@@ -2140,6 +2179,7 @@ ir_infer_node(Graph *g, NodeId n)
 		return infer_comm(g, n);
 	case OP_Div: case OP_Mod:
 		return infer_bcast(g, n) && ir_check_division(g, n);
+	case OP_If: return infer_if(g, n);
 	default:
 		break;
 	}

@@ -246,6 +246,8 @@ ir_add_node(Graph *g, Op op, const char *name, int nin, const TensorId *in,
 	n->group = IR_NONE;
 	n->subgraph = IR_NONE;
 	n->stage = IR_NONE;
+	n->region = IR_NONE;
+	n->owns = IR_NONE;
 	n->phase = PHASE_FWD;
 	n->tp_axis = TP_NONE;
 	n->tp_blocks = 1;

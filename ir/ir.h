@@ -165,6 +165,14 @@ typedef struct {
 	int tp_blocks;                  /* the split's block count (>= 1) */
 	const char *tp_comm;            /* tp-plan's note of the collectives this
 					 * node's inputs need ("allreduce:1"), or NULL */
+	/* Control flow (If).  A branch's nodes are ordinary nodes placed just
+	 * before their If, marked with the If's region and the branch; the If
+	 * node's inputs are its condition, then the then-branch's outputs,
+	 * then the else-branch's.  The program runs one branch's nodes where
+	 * the If is (docs/ir.md, "Control flow"). */
+	int region;                     /* the innermost If region this node is in, or IR_NONE */
+	int branch;                     /* in a region: 0 the then branch, 1 the else branch */
+	int owns;                       /* an If node: the region of its branches; else IR_NONE */
 } Node;
 
 #define TP_NONE (-2)
@@ -275,6 +283,8 @@ typedef struct Graph {
 
 	/* pipe-shard and stage-assign's record (plan.json, -emit=schedule) */
 	int nsubgraphs;
+	int nregions;                   /* If regions handed out (ids 0 .. nregions-1) */
+
 	int nstages;
 	PipeStage *stages;              /* [nstages] */
 	int microbatches;               /* M of the simulated schedule */

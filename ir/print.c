@@ -238,6 +238,10 @@ put_node(Printer *pr, NodeId id)
 		fprintf(f, n->tp_blocks > 1 ? " tp=S%d/%d" : " tp=S%d", n->tp_axis, n->tp_blocks);
 	if (n->tp_comm)
 		fprintf(f, " comm=%s", n->tp_comm);
+	if (n->owns != IR_NONE)
+		fprintf(f, " region=%d", n->owns);
+	if (n->region != IR_NONE)
+		fprintf(f, " %s=%d", n->branch ? "else" : "then", n->region);
 	fclose(f);
 	pr->f = out;
 

@@ -884,6 +884,21 @@ parse_node(Reader *r, const char *opname)
 		memcpy(c, s, r->p - s);
 		n->tp_comm = c;
 	}
+	if (consume_word(r, "region")) { /* an If: the region of its branches */
+		expect(r, "=");
+		n->owns = (int)parse_int(r, "region", 0, INT_MAX - 1);
+		if (n->op != OP_If)
+			error(r, "region= is for If nodes");
+		if (n->owns >= g->nregions)
+			g->nregions = n->owns + 1;
+	}
+	if (consume_word(r, "then") || (n->branch = consume_word(r, "else"))) {
+		/* then=R, else=R: a node of region R's branch */
+		expect(r, "=");
+		n->region = (int)parse_int(r, "region", 0, INT_MAX - 1);
+		if (n->region >= g->nregions)
+			g->nregions = n->region + 1;
+	}
 	if (peek(r, '#'))
 		n->name = parse_comment(r);
 	expect_end(r);

@@ -99,8 +99,11 @@ void
 degrees_facts(const Graph *g, ModelFacts *f)
 {
 	*f = (ModelFacts){.batch = 1, .subgraphs = g->nsubgraphs > 0 ? g->nsubgraphs : 1};
-	if (g->ninputs && g->tensors[g->inputs[0]].rank > 0)
-		f->batch = g->tensors[g->inputs[0]].dims[0];
+	for (int i = 0; i < g->ninputs; i++) /* the first input with a dim 0 (not a scalar flag) */
+		if (g->tensors[g->inputs[i]].rank > 0) {
+			f->batch = g->tensors[g->inputs[i]].dims[0];
+			break;
+		}
 	int64_t heads = 0;
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		const Node *nd = &g->nodes[n];

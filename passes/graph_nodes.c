@@ -12,7 +12,8 @@
  * Mul, Add) stays together, and attention's scores, scale, mask and
  * Softmax form one GraphNode (TAP: "a Softmax with its scale").  Without names every scope is "", and light ops
  * follow their producer's anchor: the grouping is coarser but still
- * structural, which is all fold-scopes needs.
+ * structural, which is all fold-scopes needs.  An If and every node of its
+ * branches form one GraphNode (an If is planned as one unit).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,13 +57,29 @@ pass_graph_nodes(Graph *g, PassCtx *cx)
 	(void)cx;
 	int *size = calloc(g->nnodes + 1, sizeof *size);
 	NodeId *first = malloc(sizeof *first * (g->nnodes + 1));
+	/* an If and its branches (nested ones too) are one unit: one GraphNode
+	 * per outermost region, never sharded or cut inside */
+	int *parent = malloc(sizeof *parent * (g->nregions + 1));
+	int *rgroup = malloc(sizeof *rgroup * (g->nregions + 1));
+	if (!size || !first || !parent || !rgroup)
+		die("out of memory");
+	for (int r = 0; r < g->nregions; r++)
+		parent[r] = rgroup[r] = IR_NONE;
+	for (NodeId id = 0; id < g->nnodes; id++)
+		if (!g->nodes[id].dead && g->nodes[id].owns != IR_NONE)
+			parent[g->nodes[id].owns] = g->nodes[id].region;
 	int ng = 0;
 	for (NodeId id = 0; id < g->nnodes; id++) {
 		Node *n = &g->nodes[id];
 		n->group = IR_NONE;
 		if (n->dead)
 			continue;
-		if (!is_anchor(g, n))
+		int r = n->region != IR_NONE ? n->region : n->owns;
+		while (r != IR_NONE && parent[r] != IR_NONE)
+			r = parent[r];
+		if (r != IR_NONE && rgroup[r] != IR_NONE)
+			n->group = rgroup[r];
+		else if (r == IR_NONE && !is_anchor(g, n))
 			for (int i = 0; i < n->nin && n->group == IR_NONE; i++) {
 				TensorId t = n->in[i];
 				NodeId p = t == IR_NONE ? IR_NONE : g->tensors[t].producer;
@@ -72,9 +89,13 @@ pass_graph_nodes(Graph *g, PassCtx *cx)
 		if (n->group == IR_NONE) {
 			first[ng] = id;
 			n->group = ng++;
+			if (r != IR_NONE)
+				rgroup[r] = n->group;
 		}
 		size[n->group]++;
 	}
+	free(parent);
+	free(rgroup);
 	g->ngroups = ng;
 	g->groups = ir_alloc(&g->arena, sizeof *g->groups * (ng + 1));
 	for (int k = 0; k < ng; k++) {

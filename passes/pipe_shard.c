@@ -104,9 +104,36 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 	}
 	for (int i = 1; i <= N; i++)
 		live[i] += live[i - 1];
+	/* never cut inside an If: from its first branch node to the If */
+	bool *inside = calloc(N + 1, sizeof *inside);
+	int *parent = malloc(sizeof *parent * (g->nregions + 1));
+	int *start = malloc(sizeof *start * (g->nregions + 1));
+	if (!inside || !parent || !start)
+		die("out of memory");
+	for (int r = 0; r < g->nregions; r++)
+		parent[r] = IR_NONE, start[r] = N;
+	for (NodeId n = 0; n < N; n++)
+		if (g->nodes[n].owns != IR_NONE)
+			parent[g->nodes[n].owns] = g->nodes[n].region;
+	for (NodeId n = 0; n < N; n++) {
+		int r = g->nodes[n].region;
+		while (r != IR_NONE && parent[r] != IR_NONE)
+			r = parent[r];
+		if (r != IR_NONE && n < start[r])
+			start[r] = n;
+	}
+	for (NodeId n = 0; n < N; n++) {
+		int r = g->nodes[n].owns;
+		if (r != IR_NONE && g->nodes[n].region == IR_NONE)
+			for (NodeId m = start[r]; m < n; m++)
+				inside[m] = true;
+	}
+	free(parent);
+	free(start);
+
 	int narrow = N + 1;
 	for (int i = 0; i < N - 1; i++)
-		if (live[i] < narrow)
+		if (live[i] < narrow && !inside[i])
 			narrow = live[i];
 
 	int s = 0, nvis = 0;
@@ -158,7 +185,7 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 		psum[s] += (double)params[n];
 		/* lines 13-21: a full subgraph ends after this node */
 		full |= psum[s] > threshold;
-		if (full && live[n] <= narrow && s < k - 1 && n < N - 1) {
+		if (full && live[n] <= narrow && s < k - 1 && n < N - 1 && !inside[n]) {
 			full = false;
 			for (TensorId t = 0; t < g->ntensors; t++)
 				if (common[t] && left[t] > 0 && out_of[t] < 0 && g->tensors[t].producer != IR_NONE &&
@@ -178,6 +205,7 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 	free(common);
 	free(visited);
 	free(live);
+	free(inside);
 	/* ids may skip numbers after merges: renumber 0, 1, 2, ... */
 	int count = 0;
 	for (NodeId n = 0, last = -1; n < N; n++) {

@@ -92,6 +92,8 @@ tp_anchor_input(Graph *g, NodeId n)
 {
 	Node *nd = &g->nodes[n];
 	int w = -1;
+	if (nd->region != IR_NONE) /* an If's branch is never sharded inside */
+		return -1;
 	switch (nd->op) {
 	case OP_MatMul:
 		for (int i = 1; i >= 0; i--) /* the weight side; B first */
@@ -798,6 +800,12 @@ tp_eval_node(TpState *s, NodeId n, int *convs)
 	}
 	s->gemm_allreduce = false;
 	OpKind k = ir_op_kind(nd->op);
+	if (nd->region != IR_NONE || nd->op == OP_If) {
+		/* an If is one unit: its branches run whole on every rank, on
+		 * whole inputs, and every rank takes the same branch */
+		all_r(s, n);
+		goto routed;
+	}
 	switch (nd->op) {
 	case OP_MatMul:
 		if (tin(s, n, 0)->rank < 2 || tin(s, n, 1)->rank < 2) {
@@ -844,6 +852,7 @@ tp_eval_node(TpState *s, NodeId n, int *convs)
 			all_r(s, n);
 		break;
 	}
+routed:
 	for (int i = 0; i < nd->nout; i++)
 		if (s->out[i].kind < 0 || (nd->out[i] != IR_NONE && !tp_fits(s, nd->out[i], s->out[i])))
 			return false;

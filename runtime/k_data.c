@@ -1,7 +1,8 @@
 /*
  * k_data.c - data-movement and shape kernels: Constant, ConstantOfShape,
  * Shape, Size, Range, Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
- * Concat, Split, Slice, Gather, Expand, Tile, Trilu, Pad.
+ * Concat, Split, Slice, Gather, Expand, Tile, Trilu, Pad, and If (copying
+ * the taken branch's outputs).
  *
  * Needs: output dims, dtypes and buffers set by tapc (static shapes, checked
  * at compile time).  Kernels only move bytes, so they work for every dtype
@@ -708,5 +709,25 @@ taprt_op_Pad(taprt_ctx *cx, const taprt_node *n)
 			memcpy(dst + j * es, s + pad_src(mode, j - p, d) * es, (size_t)es);
 		for (int64_t j = hi; j < od; j++)
 			memcpy(dst + j * es, s + pad_src(mode, j - p, d) * es, (size_t)es);
+	}
+}
+
+/* If: the program already ran the taken branch (the generated code puts its
+ * nodes inside `if (cond)`); copy that branch's outputs, inputs 1..K for
+ * then and K+1..2K for else, into the If's. */
+void
+taprt_op_If(taprt_ctx *cx, const taprt_node *n)
+{
+	int k = n->nout;
+	if (n->nin != 1 + 2 * k) {
+		taprt_fail(cx, "node '%s' (If): %d inputs for %d outputs", n->name, n->nin, k);
+		return;
+	}
+	int pick = *(const uint8_t *)n->in[0]->data ? 0 : 1;
+	for (int j = 0; j < k; j++) {
+		taprt_tensor *o = n->out[j];
+		const taprt_tensor *s = n->in[1 + pick * k + j];
+		if (o && s && o->data != s->data)
+			memcpy(o->data, s->data, (size_t)(o->numel * taprt_dtype_size(o->dtype)));
 	}
 }

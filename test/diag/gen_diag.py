@@ -408,11 +408,37 @@ def cases_file():
         nodes=[helper.make_node("If", ["c"], ["y"], name="if",
                                 then_branch=branch, else_branch=branch)],
         inputs=[helper.make_tensor_value_info("c", TensorProto.BOOL, [])])),
-        "node 'if' (If): unsupported operator 'If' (docs/ops.md lists the supported ones)")
+        "node 'if' (If): the then branch has inputs; an If's branches take none")
     n = helper.make_node("Relu", ["x"], ["y"], name="relu")
     n.attribute.extend([helper.make_attribute("body", branch)])
     case("subgraph_attr", make_model(tiny_graph(nodes=[n])),
-         "node 'relu' (Relu): attribute 'body' holds a subgraph; control flow is not supported")
+         "node 'relu' (Relu): attribute 'body' holds a subgraph; control flow other than If is "
+         "not supported")
+
+    # If: the branches must agree on each output; the condition is one bool
+    def if_model(t_shape, e_shape, cond=TensorProto.BOOL):
+        t = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then/relu")], "t", [],
+                              [helper.make_tensor_value_info("t", TensorProto.FLOAT, t_shape)])
+        e = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "a"], ["u"], name="else/slice")],
+                              "e", [], [helper.make_tensor_value_info("u", TensorProto.FLOAT, e_shape)],
+                              initializer=[helper.make_tensor("s", TensorProto.INT64, [1], [0]),
+                                           helper.make_tensor("e", TensorProto.INT64, [1], [e_shape[1]]),
+                                           helper.make_tensor("a", TensorProto.INT64, [1], [1])])
+        return make_model(tiny_graph(
+            nodes=[helper.make_node("If", ["c"], ["y"], name="if", then_branch=t, else_branch=e)],
+            inputs=[helper.make_tensor_value_info("c", cond, []),
+                    helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])]))
+    case("if_branches_differ", if_model([1, 4], [1, 3]),
+         "node 'if' (If): output 0 is f32[1,4] in the then branch but f32[1,3] in the else branch; "
+         "tapc compiles both and needs them the same")
+    case("if_cond_float", if_model([1, 4], [1, 4], TensorProto.FLOAT),
+         "node 'if' (If): the condition is f32[], expected one bool")
+    case("ok_if", if_model([1, 4], [1, 4]), None, ["-mesh", "1x2"])
+    loop = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="b")], "body", [], [])
+    case("loop", make_model(tiny_graph(nodes=[helper.make_node("Loop", ["", "c"], ["y"], name="loop",
+                                                              body=loop)],
+                                       inputs=[helper.make_tensor_value_info("c", TensorProto.BOOL, [])])),
+         "node 'loop' (Loop): unsupported operator 'Loop' (docs/ops.md lists the supported ones)")
     n = helper.make_node("LeakyRelu", ["x"], ["y"], name="lrelu", alpha=0.1)
     n.attribute.extend([helper.make_attribute("alpha", 0.2)])
     case("duplicate_attr", make_model(tiny_graph(nodes=[n])),

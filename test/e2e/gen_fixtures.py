@@ -66,7 +66,7 @@ def perturb_norms(model, gen):
     """Give LayerNorm / BatchNorm non-trivial parameters and running stats."""
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d)):
+            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d, nn.InstanceNorm2d)):
                 m.weight.copy_(1.0 + 0.2 * torch.randn(m.weight.shape, generator=gen))
                 m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
             if isinstance(m, RMSNorm):
@@ -461,6 +461,62 @@ class Recurrent(nn.Module):
         return self.head(x)
 
 
+class UNetBlock(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.conv = nn.Conv2d(i, o, 3, padding=1)
+        self.norm = nn.InstanceNorm2d(o, affine=True)
+
+    def forward(self, x):
+        return F.relu(self.norm(self.conv(x)))
+
+
+class UNet(nn.Module):
+    """A small UNet-style segmentation net: Conv + InstanceNorm blocks, max-pool
+    downsampling, a ConvTranspose and a bilinear Resize upsampling, Concat skip
+    connections, a nearest Resize and a 1x1 head (2 classes)."""
+    def __init__(self):
+        super().__init__()
+        self.enc1 = UNetBlock(3, 8)
+        self.enc2 = UNetBlock(8, 16)
+        self.mid = UNetBlock(16, 32)
+        self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec2 = UNetBlock(32, 16)
+        self.red1 = nn.Conv2d(16, 8, 1)
+        self.dec1 = UNetBlock(16, 8)
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(F.max_pool2d(e1, 2))
+        m = self.mid(F.max_pool2d(e2, 2))
+        d2 = self.dec2(torch.cat([self.up2(m), e2], 1))
+        u1 = F.interpolate(self.red1(d2), scale_factor=2, mode='bilinear', align_corners=False)
+        d1 = self.dec1(torch.cat([u1, e1], 1))
+        n1 = F.interpolate(d1, scale_factor=2, mode='nearest')
+        return self.head(F.avg_pool2d(n1, 2))
+
+
+class RecurrentIf(nn.Module):
+    """A recurrent model that picks its cell on an input flag: an If (exported
+    from TorchScript) whose then branch runs an LSTM and else branch a GRU,
+    between Linear layers."""
+    def __init__(self, features=8, hidden=16, out=6):
+        super().__init__()
+        self.proj = nn.Linear(features, hidden)
+        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.gru = nn.GRU(hidden, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, out)
+
+    def forward(self, x, flag):
+        h = self.proj(x)
+        if bool(flag):
+            y, _ = self.lstm(h)
+        else:
+            y, _ = self.gru(h)
+        return self.head(torch.relu(y))
+
+
 # ---------------------------------------------------------------- inputs
 
 def gpt_inputs(batch, gen, seq=16, vocab=128):
@@ -511,6 +567,15 @@ def rnn_inputs(batch, gen):
     return {'x': torch.randn(batch, 6, 8, generator=gen)}
 
 
+def unet_inputs(batch, gen):
+    return {'x': torch.randn(batch, 3, 16, 16, generator=gen)}
+
+
+def recif_inputs(batch, gen):
+    # batch 1 takes the LSTM branch, batch 4 the GRU branch
+    return {'x': torch.randn(batch, 5, 8, generator=gen), 'flag': torch.tensor(batch == 1)}
+
+
 # name: (seed, constructor, input fn, output names, opset, training mode)
 # Seeds are fixed per model (the first five are the 1234 + alphabetical index
 # they were generated with), so adding a model never changes another's files.
@@ -525,7 +590,10 @@ MODELS = {
     'resnet': (1241, ResNet, resnet_inputs, ['y'], 13, torch.onnx.TrainingMode.PRESERVE),
     'tied': (1242, Tied, tied_inputs, ['logits'], 13, None),
     'rnn': (1243, Recurrent, rnn_inputs, ['y'], 14, None),
+    'unet': (1244, UNet, unet_inputs, ['y'], 13, None),
+    'recif': (1245, RecurrentIf, recif_inputs, ['y'], 14, None),
 }
+SCRIPTED = {'recif'}   # exported from TorchScript: the If stays an If
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 
 # The same models exported as torch.onnx.export does by default: no dynamic
@@ -533,31 +601,31 @@ BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 # The export batch equals the head count for the attention models, so a
 # Reshape [B,T,H,d] holds two equal dims tapc must tell apart.
 STATIC_B0 = {'gpt': 4, 'bert': 4, 't5': 4, 'mlp': 3, 'cnn': 2, 'ln17': 2, 'resmlp': 3,
-             'resnet': 2, 'tied': 2, 'rnn': 3}
+             'resnet': 2, 'tied': 2, 'rnn': 3, 'unet': 2, 'recif': 2}
 
 
 # ---------------------------------------------------------------- export
 
 def write_pb(path, arr, name):
-    t = numpy_helper.from_array(np.ascontiguousarray(arr), name)
+    t = numpy_helper.from_array(np.array(arr, order='C'), name)  # keeps 0-d (ascontiguousarray does not)
     with open(path, 'wb') as f:
         f.write(t.SerializeToString())
 
 
-def export_onnx(model, inputs, out_names, opset, model_path, training=None):
+def export_onnx(model, inputs, out_names, opset, model_path, training=None, scripted=False):
     """Export eval-mode `model` on `inputs` (an ordered dict name -> tensor) to
     model_path with dim 0 of every input and output symbolic ('batch') and
     every other output dim pinned to its static value.  Also used by
     bench/gen_deep.py."""
     in_names = list(inputs.keys())
-    dyn = {n: {0: 'batch'} for n in in_names + out_names}
+    dyn = {n: {0: 'batch'} for n in in_names + out_names if n not in inputs or inputs[n].dim()}
     kwargs = dict(input_names=in_names, output_names=out_names, dynamic_axes=dyn,
                   opset_version=opset, do_constant_folding=True)
     if training is not None:
         kwargs['training'] = training
     args = tuple(inputs[n] for n in in_names)
     with torch.no_grad():
-        torch.onnx.export(model, args, model_path, **kwargs)
+        torch.onnx.export(torch.jit.script(model) if scripted else model, args, model_path, **kwargs)
         outs = model(*args)
     if not isinstance(outs, (tuple, list)):
         outs = (outs,)
@@ -567,6 +635,9 @@ def export_onnx(model, inputs, out_names, opset, model_path, training=None):
     # pin every output dim but 0 to its static value so only 'batch' is
     # symbolic.  This touches output type metadata only, never a node.
     m = onnx.load(model_path)
+    for vi in m.graph.input: # TorchScript leaves a scalar input's shape out
+        if vi.name in inputs and inputs[vi.name].dim() == 0:
+            vi.type.tensor_type.shape.SetInParent()
     for vi, o in zip(m.graph.output, outs):
         dims = vi.type.tensor_type.shape.dim
         assert len(dims) == o.dim(), (model_path, vi.name)
@@ -625,7 +696,7 @@ def export(name):
     datasets = [make_inputs(b, data_gen) for b in BATCHES]
     in_names = list(datasets[0].keys())
     model_path = os.path.join(mdir, 'model.onnx')
-    export_onnx(model, datasets[0], out_names, opset, model_path, training)
+    export_onnx(model, datasets[0], out_names, opset, model_path, training, name in SCRIPTED)
     if name == 'tied':
         retie(model_path, 'wte.weight')
 
@@ -670,13 +741,19 @@ def export_static(name):
         kwargs['training'] = training
     args = tuple(datasets[0][n] for n in in_names)
     with torch.no_grad():
-        torch.onnx.export(model, args, model_path, **kwargs)
+        torch.onnx.export(torch.jit.script(model) if name in SCRIPTED else model, args, model_path,
+                          **kwargs)
     if name == 'tied':
         retie(model_path, 'wte.weight')
     m = onnx.load(model_path)
+    for vi in m.graph.input: # TorchScript leaves a scalar input's shape out
+        if datasets[0][vi.name].dim() == 0:
+            vi.type.tensor_type.shape.SetInParent()
+    onnx.save(m, model_path)
     onnx.checker.check_model(m)
     for vi in m.graph.input:
-        assert vi.type.tensor_type.shape.dim[0].dim_value == b0, (name, vi.name)
+        if datasets[0][vi.name].dim():
+            assert vi.type.tensor_type.shape.dim[0].dim_value == b0, (name, vi.name)
     for i, inputs in enumerate(datasets):
         ddir = os.path.join(sdir, 'test_data_set_%d' % i)
         os.makedirs(ddir)
