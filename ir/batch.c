@@ -505,6 +505,16 @@ need(An *a, TensorId t, BPos want, NodeId user)
 	case OP_ConstantOfShape:
 		ok = batch_element(a, pr, 0, want.axis, f);
 		break;
+	case OP_Range: { /* arange(B0): the limit is the batch */
+		int64_t start, delta;
+		if (want.axis != 0 || !elem_value(a, pr, 0, 0, &start) || !elem_value(a, pr, 2, 0, &delta) ||
+		    start != 0 || delta != 1) {
+			stuck(a, user, "its input '%s' is a Range tapc cannot follow to the batch", x->name);
+			return;
+		}
+		ok = batch_element(a, pr, 1, 0, f);
+		break;
+	}
 	case OP_Tile: {
 		Tensor *src = tin(a, pr, 0);
 		if (src->dims[want.axis] != 1) {

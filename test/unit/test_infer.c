@@ -962,6 +962,31 @@ test_batch_constants(void)
 	ir_free(g);
 }
 
+/* An index per sample from Range(0, B0, 1) gathered with the batch's rows:
+ * the limit is the batch. */
+static void
+test_batch_range(void)
+{
+	Graph *g = mk();
+	TensorId x = BIN(g, 3, 4), lim = ci(g, 1, (int64_t[]){3}, true);
+	NodeId r = NODE(g, Range, 1, ci(g, 1, (int64_t[]){0}, true), lim, ci(g, 1, (int64_t[]){1}, true));
+	NodeId u = NODE(g, Unsqueeze, 1, out(g, r, 0));
+	AINTS(g, u, "axes", 1);
+	NodeId cast = NODE(g, Cast, 1, out(g, u, 0));
+	AINT(g, cast, "to", DT_F32);
+	NodeId c = NODE(g, Concat, 1, x, out(g, cast, 0));
+	AINT(g, c, "axis", 1);
+	bdone(g);
+	BatchPlan p;
+	CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+	CU_ASSERT_TRUE(patched(&p, lim, 0, 1));
+	CU_ASSERT_EQUAL(p.stuck, IR_NONE);
+	CU_ASSERT_TRUE_FATAL(ir_batch_respecialize(g, &p, 7));
+	CU_ASSERT_STRING_EQUAL(ty(g, c, 0), "f32[7,5]");
+	ir_batch_plan_free(&p);
+	ir_free(g);
+}
+
 /* What cannot be split or changed: a Softmax over the batch mixes samples
  * (the batch may change, not be split); a weight holding per-sample data
  * at the export batch cannot follow it. */
@@ -1030,5 +1055,6 @@ suite_infer(CU_pSuite s)
 	ADD(s, test_batch_heads);
 	ADD(s, test_batch_merged);
 	ADD(s, test_batch_constants);
+	ADD(s, test_batch_range);
 	ADD(s, test_batch_refusals);
 }
