@@ -73,5 +73,9 @@ bool emit_depfile(Graph *g, const char *input, const char *target, const char *p
 bool emit_depfile_commit(char *tmp, const char *path);
 /* plan.json's text (-emit=plan writes it alone). */
 void emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps);
+/* -emit=search: mesh-map's table; -emit=schedule: the placement and the
+ * simulated pipeline as SVG (emit_search.c). */
+void emit_search(FILE *f, Graph *g);
+void emit_schedule(FILE *f, Graph *g, const char *name);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * plan_json.c - plan.json: what tapc decided, for people and tools.
  *
- * Format version 1: the program and model, the mesh and the degrees (and
- * the rule that chose them), one entry per rank, every tensor with its
- * size, and the predicted costs tapc's cost model knows.  Keys are written
+ * Format version 1: the program and model, the mesh, the cluster and the
+ * degrees (and the search that chose them), one entry per rank with its
+ * device, every tensor with its size, and the predicted costs tapc's cost
+ * model knows.  Keys are written
  * in a fixed order and numbers as integers, so the file is diffable.
  */
 #include <errno.h>
@@ -192,6 +193,61 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 	fputs("]},\n", f);
 }
 
+/* The devices the plan is for: -cluster's nodes, or -mesh's. */
+static void
+put_cluster(FILE *f, Graph *g)
+{
+	const Cluster *c = &g->cluster;
+	fprintf(f, "  \"cluster\": {\"devices\": %d, \"objective\": \"%s\", \"latency\": %.6g, "
+	    "\"alpha\": %.6g, \"beta\": %.6g, \"nodes\": [", c->ndevices, g->cost.train ? "train" :
+	    "infer", c->latency, c->alpha, c->beta);
+	for (int k = 0; k < c->nkinds; k++) {
+		const NodeKind *n = &c->kinds[k];
+		fprintf(f, "%s\n    {\"name\": ", k ? "," : "");
+		ir_esc_json(f, n->name);
+		fprintf(f, ", \"count\": %d, \"devices\": %d, \"flops\": %.6g, \"memory\": %.6g, "
+		    "\"intra_bw\": %.6g, \"inter_bw\": %.6g}", n->count, n->devices, n->flops, n->memory,
+		    n->intra_bw, n->inter_bw);
+	}
+	fputs("]},\n", f);
+}
+
+static void
+put_choice(FILE *f, const PlanChoice *p)
+{
+	if (!p->dp) {
+		fputs("null", f);
+		return;
+	}
+	fprintf(f, "{\"dp\": %d, \"tp\": %d, \"pp\": %d, \"microbatch_size\": %lld, "
+	    "\"microbatches\": %d, \"placement\": {\"order\": \"%s\", \"devices\": \"%s\"}, "
+	    "\"predicted_seconds\": %.6g, \"pipeline_seconds\": %.6g, \"dpsync_seconds\": %.6g, "
+	    "\"memory_bytes\": %.6g}", p->dp, p->tp, p->pp, (long long)p->mbs, p->micro,
+	    ir_place_order(p->place), p->place % 2 ? "by-slot" : "by-node", p->seconds, p->pipeline,
+	    p->dpsync, p->memory);
+}
+
+/* mesh-map's record: the space, the chosen plan, Megatron's, the best ten. */
+static void
+put_search(FILE *f, Graph *g)
+{
+	const PlanSearch *s = &g->search;
+	fputs("  \"search\": {\"method\": ", f);
+	ir_esc_json(f, s->method);
+	fprintf(f, ", \"candidates_total\": %lld, \"candidates_evaluated\": %lld, "
+	    "\"seconds\": %.6g, \"seed\": %u,\n    \"chosen\": ", (long long)s->total,
+	    (long long)s->evaluated, s->seconds, s->seed);
+	put_choice(f, &s->chosen);
+	fputs(",\n    \"megatron\": ", f);
+	put_choice(f, &s->megatron);
+	fputs(",\n    \"top\": [", f);
+	for (int i = 0; i < s->ntop; i++) {
+		fputs(i ? ",\n      " : "\n      ", f);
+		put_choice(f, &s->top[i]);
+	}
+	fputs("]},\n", f);
+}
+
 void
 emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 {
@@ -210,6 +266,7 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 	ir_esc_json(f, g->model);
 	fprintf(f, ",\n  \"opset\": %lld,\n", (long long)g->opset);
 	fprintf(f, "  \"mesh\": {\"rows\": %d, \"cols\": %d},\n", m->rows, m->cols);
+	put_cluster(f, g);
 	int dp = m->dp ? m->dp : 1, tp = m->tp ? m->tp : 1, pp = emit_nstages(g);
 	fprintf(f, "  \"degrees\": {\"dp\": %d, \"tp\": %d, \"pp\": %d, \"microbatches\": %d, "
 	    "\"rule\": ", dp, tp, pp, g->microbatches > 1 ? g->microbatches : 1);
@@ -225,16 +282,18 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 			nodes[emit_stage(g, n)]++;
 	for (int r = 0; r < dp * pp * tp; r++) {
 		int s = r / tp % pp;
-		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": %d, \"tp\": %d, \"stage\": %d, \"nodes\": %d, "
-		    "\"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": \"stage%d.c\"}",
-		    r ? "," : "", r, r / (tp * pp), r % tp, s, nodes[s], (long long)mps[s].arena_bytes,
-		    (long long)mps[s].weight_bytes, s);
+		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": %d, \"tp\": %d, \"stage\": %d, \"device\": %d, "
+		    "\"nodes\": %d, \"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": "
+		    "\"stage%d.c\"}", r ? "," : "", r, r / (tp * pp), r % tp, s, g->device ? g->device[r] : r,
+		    nodes[s], (long long)mps[s].arena_bytes, (long long)mps[s].weight_bytes, s);
 	}
 	free(nodes);
 	fputs("\n  ],\n", f);
 	fprintf(f, "  \"predicted\": {\"flops\": %lld, \"bytes_moved\": %lld, \"weight_bytes\": %lld, "
 	    "\"activation_bytes\": %lld},\n", (long long)flops, (long long)bytes, (long long)wbytes,
 	    (long long)arena);
+	if (g->search.method)
+		put_search(f, g);
 	put_pruning(f, g);
 	if (tp > 1)
 		put_tensor_parallel(f, g);

@@ -21,10 +21,10 @@ static cl::OptionCategory Cat("tapc options");
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<model.onnx | file.ir>"), cl::cat(Cat));
 static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or file (-emit=ir|plan; default stdout)"),
     cl::value_desc("path"), cl::init(""), cl::cat(Cat));
-static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node (default 1x1)"),
-    cl::value_desc("RxC"), cl::init("1x1"), cl::cat(Cat));
-static cl::opt<std::string> Emit("emit", cl::desc("What to write: c (a program directory, default), ir (the IR), plan (plan.json), schedule (SVG of the simulated pipeline)"),
-    cl::value_desc("c|ir|plan|schedule"), cl::init("c"), cl::cat(Cat));
+static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node, alike (default 1x1; -cluster for any cluster)"),
+    cl::value_desc("RxC"), cl::init(""), cl::cat(Cat));
+static cl::opt<std::string> Emit("emit", cl::desc("What to write: c (a program directory, default), ir (the IR), plan (plan.json), schedule (SVG: the placement and the simulated pipeline), search (the planner's table)"),
+    cl::value_desc("c|ir|plan|schedule|search"), cl::init("c"), cl::cat(Cat));
 static cl::opt<bool> MD("MD", cl::desc("Also write a make dependency file (default: the output path + .d)"), cl::cat(Cat));
 static cl::opt<std::string> MF("MF", cl::desc("Write the make dependency file to FILE (implies -MD)"),
     cl::value_desc("file"), cl::init(""), cl::cat(Cat));
@@ -48,18 +48,24 @@ static cl::opt<long long> MaxModelSize("max-model-size", cl::desc("Refuse model 
     cl::value_desc("bytes"), cl::init(0), cl::cat(Cat));
 static cl::opt<int> MinDuplicate("min-duplicate", cl::desc("fold-scopes: a block must repeat at least N times to become a template (default 2)"),
     cl::value_desc("N"), cl::init(2), cl::cat(Cat));
-static cl::opt<int> DP("dp", cl::desc("Force the data-parallel degree: replicas, each with batch/N of the batch (default: Megatron's rule)"),
+static cl::opt<int> DP("dp", cl::desc("Force the data-parallel degree: replicas, each with batch/N of the batch (default: searched)"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
-static cl::opt<int> TP("tp", cl::desc("Force the tensor-parallel degree (default: Megatron's rule, inside a mesh row)"),
+static cl::opt<int> TP("tp", cl::desc("Force the tensor-parallel degree (default: searched)"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
-static cl::opt<int> PP("pp", cl::desc("Force the pipeline degree: N stages (default: Megatron's rule, across mesh rows)"),
+static cl::opt<int> PP("pp", cl::desc("Force the pipeline degree: N stages (default: searched)"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat));
-static cl::opt<int> Microbatches("microbatches", cl::desc("Micro-batches per replica per iteration (default: the largest divisor of the replica's batch up to 2 x stages; 1 without a pipeline)"),
+static cl::opt<int> Microbatches("microbatches", cl::desc("Force the micro-batches per replica per iteration (default: searched)"),
     cl::value_desc("M"), cl::init(0), cl::cat(Cat));
-static cl::opt<std::string> Cluster("cluster", cl::desc("Read the cost model's per-device constants from FILE: KEY=VALUE lines as for -cost, # comments (-cost overrides)"),
+static cl::opt<std::string> Cluster("cluster", cl::desc("Plan for the cluster FILE describes (JSON: kinds of nodes, their devices' FLOP/s, memory and links; docs/planner.md)"),
     cl::value_desc("file"), cl::init(""), cl::cat(Cat));
-static cl::opt<std::string> Cost("cost", cl::desc("Cost model constants: flops, bw_intra, bw_inter, latency, memory, objective=train|infer (docs/tensor-parallel.md)"),
+static cl::opt<std::string> Cost("cost", cl::desc("The -mesh's devices: flops, bw_intra, bw_inter, latency, memory; and objective=train|infer (docs/planner.md)"),
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
+static cl::opt<std::string> Search("search", cl::desc("How mesh-map searches: auto (exhaustive up to 100000 candidates, else annealing), exhaustive, anneal"),
+    cl::value_desc("auto|exhaustive|anneal"), cl::init("auto"), cl::cat(Cat));
+static cl::opt<int> AnnealSteps("anneal-steps", cl::desc("Simulated annealing steps (default 500, as AMP)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(Cat));
+static cl::opt<unsigned> Seed("seed", cl::desc("Seed of the annealing's random choices (default 1)"),
+    cl::value_desc("N"), cl::init(1), cl::cat(Cat));
 static cl::opt<unsigned> TPRandom("tp-random", cl::desc("Testing: pick a random valid tensor-parallel plan (seed N) instead of the cheapest"),
     cl::value_desc("N"), cl::init(0), cl::cat(Cat), cl::Hidden);
 static cl::opt<std::string> ModelOpt("model", cl::desc("For an IR input: the model whose weights it names (default: its header's model=, which must be inside the current directory)"),
@@ -119,6 +125,9 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->microbatches = Microbatches;
 	o->cost = Cost.c_str();
 	o->cluster = Cluster.c_str();
+	o->search = Search.c_str();
+	o->anneal_steps = AnnealSteps;
+	o->seed = Seed;
 	o->tp_random = TPRandom;
 	o->md = MD || !MF.empty();
 	o->mf = MF.c_str();

@@ -16,8 +16,8 @@
 typedef struct {
 	const char *input;              /* positional: model.onnx or file.ir */
 	const char *output;             /* -o */
-	const char *mesh;               /* -mesh RxC */
-	const char *emit;               /* -emit=ir|c|plan */
+	const char *mesh;               /* -mesh RxC, "" if not given */
+	const char *emit;               /* -emit=c|ir|plan|schedule|search */
 	const char *passes;             /* -passes=a,b,c ("" = default) */
 	const char *print_before;       /* comma-joined pass names */
 	const char *print_after;
@@ -31,12 +31,15 @@ typedef struct {
 	int64_t max_model_size;
 	bool list_passes;
 	int min_duplicate;              /* -min-duplicate=N */
-	int dp;                         /* -dp=N, 0 = the degree rule's */
-	int tp;                         /* -tp=N, 0 = the degree rule's */
-	int pp;                         /* -pp=N, 0 = the degree rule's */
-	int microbatches;               /* -microbatches=M, 0 = default */
+	int dp;                         /* -dp=N, 0 = searched */
+	int tp;                         /* -tp=N, 0 = searched */
+	int pp;                         /* -pp=N, 0 = searched */
+	int microbatches;               /* -microbatches=M, 0 = searched */
 	const char *cost;               /* -cost=key=value,... */
 	const char *cluster;            /* -cluster=FILE, "" for none */
+	const char *search;             /* -search=auto|exhaustive|anneal */
+	int anneal_steps;               /* -anneal-steps=N, 0 = AMP's 500 */
+	unsigned seed;                  /* -seed=N */
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */
 	bool md;                        /* -MD or -MF */
 	const char *mf;                 /* -MF FILE, "" for the default */

@@ -16,10 +16,9 @@
 
 #include "backend/emit.h"
 #include "frontend/cl.h"
+#include "frontend/cluster.h"
 #include "frontend/onnx.h"
-#include "passes/degrees.h"
 #include "passes/passes.h"
-#include "passes/pipeline.h"
 
 static const char overview[] =
     "tapc - automatic 3D-parallel compiler for ONNX models\n"
@@ -47,15 +46,18 @@ extra_help(void)
 	    "  tapc: error: model.onnx: node '/h.0/attn/MatMul' (MatMul): input 1 is f32[5,4], expected [4,N]\n"
 	    "\nTHE PROGRAM: make -C OUT builds OUT/NAME (NAME: the model file's stem), which takes\n"
 	    "  --check DIR, --inputs DIR --outputs DIR, --bench N; OUT/NAME --help lists them.\n"
-	    "\nDEGREES: -mesh RxC is R nodes of C devices. Unless -dp/-tp/-pp force them, Megatron's\n"
-	    "  rule picks: TP inside a node up to what the head counts and hidden sizes divide, PP\n"
-	    "  across nodes (at most one stage per subgraph), DP for the rest when the batch splits\n"
-	    "  (else more stages, then a wider TP group). plan.json's degrees.rule says why.\n"
-	    "  -microbatches=M splits each replica's batch; shapes are then a micro-batch's.\n"
+	    "\nTHE PLANNER: -mesh RxC is R nodes of C alike devices (-cost=flops=...,bw_intra=...,\n"
+	    "  bw_inter=...,latency=...,memory=... sets them); -cluster=FILE any cluster, in JSON:\n"
+	    "    {\"latency\": 1e-5, \"nodes\": [{\"name\": \"a100x4\", \"count\": 3, \"devices\": 4,\n"
+	    "      \"flops\": 1.56e14, \"memory\": 4e10, \"intra_bw\": 3e11, \"inter_bw\": 1.25e9}]}\n"
+	    "  mesh-map searches dp, tp, pp, the micro-batch size and which device runs which rank\n"
+	    "  on AMP's cost model (eq. 1-4, memory a hard limit; -cost=objective=train|infer):\n"
+	    "  exhaustively up to 100000 candidates, else simulated annealing (-search, -seed,\n"
+	    "  -anneal-steps); -dp/-tp/-pp/-microbatches force a coordinate. Megatron's rule is\n"
+	    "  costed as the baseline. -emit=search prints the table, plan.json has \"search\",\n"
+	    "  -emit=schedule draws the placement (docs/planner.md).\n"
 	    "\nTENSOR PARALLELISM: tp-plan picks each weight's pattern by TAP's search and the cost\n"
-	    "  model (-cost=flops=...,bw_intra=...,bw_inter=...,latency=...,memory=...,\n"
-	    "  objective=train|infer); tp-rewrite emits sliced weights and AllReduce/AllGather/\n"
-	    "  ReduceScatter/Shard ops.\n"
+	    "  model; tp-rewrite emits sliced weights and AllReduce/AllGather/ReduceScatter/Shard ops.\n"
 	    "\nPIPELINES: pipe-shard cuts the model into subgraphs (Merak), stage-assign groups them\n"
 	    "  into stages (AMP's pipe_dp, AutoPipe, the even split; the simulator picks); each stage\n"
 	    "  is one source, stageS.c, whose ranks send activations on by send/recv. -emit=plan\n"
@@ -71,8 +73,7 @@ extra_help(void)
 	    "  files are read; names are escaped for every file written (docs/design.md).\n"
 	    "\nDocumentation: README.md, docs/usage.md (every option, the program), docs/ir.md\n"
 	    "(reading the IR), docs/ops.md (operators), docs/tensor-parallel.md, docs/pipeline.md,\n"
-	    "docs/runtime.md, "
-	    "docs/build-integration.md.\n");
+	    "docs/planner.md, docs/runtime.md, docs/build-integration.md.\n");
 	fclose(f);
 	return buf;
 }
@@ -106,52 +107,6 @@ parse_mesh(const char *s, Mesh *m)
 	return true;
 }
 
-#define MAX_CLUSTER_FILE ((int64_t)1 << 20)
-
-/* -cluster=FILE: the cost model's constants, one KEY=VALUE per line (the
- * keys of -cost), blank lines and # comments ignored.  Errors name the
- * file and line. */
-static bool
-read_cluster(const char *path, CostModel *cost)
-{
-	char why[512];
-	size_t len;
-	char *text = ir_file_read(NULL, path, "", "", MAX_CLUSTER_FILE, &len, why, sizeof why);
-	if (!text) {
-		diag_file(path, "%s", why);
-		return false;
-	}
-	bool ok = true;
-	char *line = text;
-	for (int no = 1; ok && line < text + len; no++) {
-		char *nl = memchr(line, '\n', text + len - line);
-		char *end = nl ? nl : text + len;
-		if (memchr(line, 0, end - line)) {
-			diag_file(path, "line %d: holds a NUL byte", no);
-			ok = false;
-			break;
-		}
-		*end = 0;
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
-		char *e = line; /* drop blanks: "bw_intra = 3e11" is fine */
-		for (char *c = line; *c; c++)
-			if (*c != ' ' && *c != '\t' && *c != '\r')
-				*e++ = *c;
-		*e = 0;
-		const char *bad;
-		if (*line && (strchr(line, ',') || !ir_cost_parse(cost, line, &bad))) {
-			diag_file(path, "line %d: '%.200s': expected KEY=VALUE with KEY one of flops, bw_intra, "
-			    "bw_inter, latency, memory (positive numbers) or objective=train|infer", no, line);
-			ok = false;
-		}
-		line = end + 1;
-	}
-	free(text);
-	return ok;
-}
-
 static bool
 ends_with(const char *s, const char *suffix)
 {
@@ -179,31 +134,9 @@ read_ir_file(const char *path, const char *model)
 typedef struct {
 	Graph *g;
 	const EmitOptions *eo;
-	char what;                      /* 'i' the IR, 'p' plan.json, 's' the schedule SVG */
+	char what;                      /* 'i' the IR, 'p' plan.json, 's' the schedule SVG,
+					 * 'S' the search table */
 } Writer;
-
-/* The simulated pipeline of stage-assign's choice as an SVG chart. */
-static void
-write_schedule(FILE *f, Graph *g, const char *name)
-{
-	int k = g->nstages;
-	double *fw = calloc(k + 1, sizeof *fw), *bw = calloc(k + 1, sizeof *bw);
-	for (int s = 0; s < k; s++) {
-		fw[s] = g->stages[s].fwd;
-		bw[s] = g->stages[s].bwd;
-	}
-	PipeSpec p = {.nstages = k, .micro = g->microbatches, .fwd = fw,
-		.bwd = g->cost.train ? bw : NULL, .comm = g->pipe_comm};
-	PipeSim sim;
-	if (!pipe_simulate(&p, &sim))
-		die("no pipeline to draw");
-	char title[512];
-	snprintf(title, sizeof title, "%s: %s, tp=%d", name, g->pipe_method, g->mesh.tp);
-	pipe_svg(f, &sim, k, title);
-	pipe_sim_free(&sim);
-	free(fw);
-	free(bw);
-}
 
 static void
 write_to(FILE *f, const Writer *w)
@@ -213,7 +146,11 @@ write_to(FILE *f, const Writer *w)
 		return;
 	}
 	if (w->what == 's') {
-		write_schedule(f, w->g, w->eo->program);
+		emit_schedule(f, w->g, w->eo->program);
+		return;
+	}
+	if (w->what == 'S') {
+		emit_search(f, w->g);
 		return;
 	}
 	MemPlan *mps = emit_memplans(w->g);
@@ -320,14 +257,11 @@ emit(Graph *g, const TapcOptions *o)
 		if (!*dep)
 			snprintf(dep, sizeof dep, "%.*s.d", (int)len, o->output);
 	}
-	if (strcmp(o->emit, "schedule") == 0 && g->nstages < 2) {
-		diag_error("-emit=schedule draws a pipeline: give -pp=N with N >= 2");
-		ok = false;
-	} else if (strcmp(o->emit, "c") == 0) {
+	if (strcmp(o->emit, "c") == 0) {
 		eo.depfile = o->md ? dep : NULL;
 		ok = emit_program(g, &eo);
 	} else {
-		Writer w = {g, &eo, o->emit[0]};
+		Writer w = {g, &eo, strcmp(o->emit, "search") == 0 ? 'S' : o->emit[0]};
 		char *deptmp = NULL;
 		ok = (!o->md || emit_depfile(g, o->input, o->output, dep, &deptmp)) &&
 		    write_file(o->output, &w);
@@ -340,117 +274,6 @@ emit(Graph *g, const TapcOptions *o)
 	}
 	free(name);
 	return ok;
-}
-
-/* Does every input and output of g (at the batch) reappear in m (at the
- * micro-batch) with dim 0 scaled and the other dims equal? */
-static bool
-batch_rows(const Graph *g, const Graph *m, int64_t batch, int64_t micro)
-{
-	for (int k = 0; k < 2; k++) {
-		int n = k ? g->noutputs : g->ninputs;
-		if (n != (k ? m->noutputs : m->ninputs))
-			return false;
-		for (int i = 0; i < n; i++) {
-			const Tensor *a = &g->tensors[k ? g->outputs[i] : g->inputs[i]];
-			const Tensor *b = &m->tensors[k ? m->outputs[i] : m->inputs[i]];
-			if (!k && a->rank == 0 && b->rank == 0)
-				continue; /* a scalar input (a flag): every replica reads it whole */
-			/* dim 0 scales with the batch (an output may hold it merged
-			 * with inner dims, [B*T, V]: its rows still split evenly) */
-			bool same = a->rank >= 1 && a->rank == b->rank && b->dims[0] > 0 &&
-			    a->dims[0] == b->dims[0] * (batch / micro) && a->dims[0] % batch == 0;
-			for (int d = 1; same && d < a->rank; d++)
-				same = a->dims[d] == b->dims[d];
-			if (!same) {
-				char ta[IR_TYPESTR], tb[IR_TYPESTR];
-				diag_error("%s: %s '%s' is %s at batch %lld but %s at batch %lld: data "
-				    "parallelism and micro-batches need the batch as dim 0 of every input "
-				    "and output", g->model, k ? "output" : "input", a->name, ir_typestr(a, ta),
-				    (long long)batch, ir_typestr(b, tb), (long long)micro);
-				return false;
-			}
-		}
-	}
-	return true;
-}
-
-/*
- * The degrees and micro-batches (passes/degrees.c): probe the model for the
- * facts Megatron's rule needs (a second load through fold-scopes and
- * pipe-shard), choose, and when replicas or micro-batches split the batch,
- * load the model again at the micro-batch size, so every shape and folded
- * constant is a micro-batch's.  Returns the graph to compile (g, or its
- * reload) or NULL after a diag error (g freed).
- */
-static Graph *
-choose_degrees(Graph *g, const TapcOptions *o, const OnnxOptions *base, const DegreeRequest *req,
-    PassCtx *cx, bool is_ir)
-{
-	ModelFacts facts;
-	int devices = cx->mesh.rows * cx->mesh.cols;
-	bool any = devices > 1 || req->microbatches > 1;
-	OnnxOptions lo = *base;
-	if (!any) {
-		facts = (ModelFacts){.batch = 1};
-	} else if (is_ir) { /* already through the passes it was dumped after */
-		degrees_facts(g, &facts);
-	} else { /* the probe */
-		Graph *p = onnx_load(o->input, &lo);
-		PassCtx pc = {.min_duplicate = o->min_duplicate, .mesh = {1, 2, 1, 1, 2}};
-		PassOptions po = {.print_before = "", .print_after = "", .stop_after = "",
-			.ir_dump_dir = "", .print_stream = stderr};
-		if (!p || !pass_run_pipeline(p, &pc, "verify,fold-constants,strip-aux,graph-nodes,"
-		    "fold-scopes,pipe-shard", &po)) {
-			if (p)
-				ir_free(p);
-			ir_free(g);
-			return NULL;
-		}
-		degrees_facts(p, &facts);
-		ir_free(p);
-	}
-	Mesh m;
-	int micro;
-	char rule[1024];
-	if (!any) {
-		m = cx->mesh;
-		micro = 1;
-	} else if (!degrees_choose(&cx->mesh, req, &facts, g->model, &m, &micro, rule, sizeof rule)) {
-		ir_free(g);
-		return NULL;
-	}
-	int64_t split = (int64_t)(m.dp > 1 ? m.dp : 1) * micro;
-	if (split > 1 && is_ir) {
-		diag_error("%s: replicas and micro-batches (dp %d x %d) need the ONNX model, loaded at "
-		    "the micro-batch size; an IR file without degrees has one batch", g->model, m.dp, micro);
-		ir_free(g);
-		return NULL;
-	}
-	if (split > 1) {
-		lo.batch = facts.batch / split;
-		lo.split = true;
-		Graph *r = onnx_load(o->input, &lo);
-		bool same = r && batch_rows(g, r, facts.batch, lo.batch);
-		ir_free(g);
-		if (!same) {
-			if (r)
-				ir_free(r);
-			return NULL;
-		}
-		g = r;
-	}
-	if (any) {
-		g->mesh = m;
-		g->microbatches = micro;
-		g->degree_rule = ir_strdup(&g->arena, rule);
-		cx->mesh = m;
-		cx->microbatches = micro;
-	} else {
-		g->mesh.rows = cx->mesh.rows;
-		g->mesh.cols = cx->mesh.cols;
-	}
-	return g;
 }
 
 /* A positive decimal count, digits only, at most 2^48; false otherwise. */
@@ -653,7 +476,9 @@ main(int argc, char **argv)
 		return 0;
 	}
 
-	PassCtx cx = {.batch = o.batch, .min_duplicate = o.min_duplicate, .tp_random = o.tp_random};
+	PassCtx cx = {.dp = o.dp, .tp = o.tp, .pp = o.pp, .microbatches = o.microbatches,
+		.anneal_steps = o.anneal_steps, .seed = o.seed, .min_duplicate = o.min_duplicate,
+		.tp_random = o.tp_random};
 	if (o.min_duplicate < 2) {
 		diag_error("-min-duplicate=%d: a block must repeat at least twice", o.min_duplicate);
 		return 1;
@@ -663,21 +488,51 @@ main(int argc, char **argv)
 	    pass_check_pipeline(o.print_before, "-print-before") &
 	    pass_check_pipeline(o.print_after, "-print-after") &
 	    pass_check_pipeline(o.stop_after, "-stop-after");
-	if (!parse_mesh(o.mesh, &cx.mesh)) {
+	Mesh mesh = {1, 1};
+	if (*o.mesh && !parse_mesh(o.mesh, &mesh)) {
 		diag_error("-mesh=%s: expected ROWSxCOLS with positive sizes, e.g. 2x8", o.mesh);
+		ok = false;
+	}
+	if (strcmp(o.search, "auto") == 0)
+		cx.search = SEARCH_AUTO;
+	else if (strcmp(o.search, "exhaustive") == 0)
+		cx.search = SEARCH_EXHAUSTIVE;
+	else if (strcmp(o.search, "anneal") == 0)
+		cx.search = SEARCH_ANNEAL;
+	else {
+		diag_error("-search=%s: expected auto, exhaustive or anneal", o.search);
+		ok = false;
+	}
+	if (o.anneal_steps < 0 || o.anneal_steps > 100000000) {
+		diag_error("-anneal-steps=%d: expected 1 to 100000000", o.anneal_steps);
 		ok = false;
 	}
 	CostModel cost;
 	ir_cost_defaults(&cost);
 	const char *bad;
-	if (*o.cluster && !read_cluster(o.cluster, &cost))
-		ok = false;
 	if (!ir_cost_parse(&cost, o.cost, &bad)) {
 		diag_error("-cost: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, bw_inter, "
 		    "latency, memory (positive numbers) or objective=train|infer", bad);
 		ok = false;
 	}
-	DegreeRequest req = {.dp = o.dp, .tp = o.tp, .pp = o.pp, .microbatches = o.microbatches};
+	Cluster cluster;
+	bool have_cluster = *o.cluster != 0;
+	if (have_cluster && *o.mesh) {
+		diag_error("-mesh and -cluster both describe the devices: give one");
+		ok = false;
+	} else if (have_cluster && !cluster_read(o.cluster, &cluster)) {
+		ok = false;
+	}
+	if (have_cluster && *o.cost) { /* only the objective: the file has the devices */
+		CostModel probe;
+		ir_cost_defaults(&probe);
+		probe.train = cost.train;
+		if (memcmp(&probe, &cost, sizeof probe) != 0) {
+			diag_error("-cost=%s: with -cluster only objective= applies (the file gives the "
+			    "devices' flops, memory and links)", o.cost);
+			ok = false;
+		}
+	}
 	if (o.dp < 0 || o.tp < 0 || o.pp < 0 || o.microbatches < 0) {
 		diag_error("-dp=%d -tp=%d -pp=%d -microbatches=%d: degrees and micro-batches are "
 		    "positive counts", o.dp, o.tp, o.pp, o.microbatches);
@@ -693,11 +548,12 @@ main(int argc, char **argv)
 		diag_error("-microbatches=%d: at most %d", o.microbatches, IR_MAX_DEVICES);
 		ok = false;
 	}
-	if (ok && cx.mesh.rows * cx.mesh.cols == 1 && (o.dp > 0 || o.tp > 0 || o.pp > 0))
-		cx.mesh.cols = (int)forced;
+	/* -dp/-tp/-pp alone: a single node of that many devices */
+	if (ok && !*o.mesh && !have_cluster && (o.dp > 0 || o.tp > 0 || o.pp > 0))
+		mesh.cols = (int)forced;
 	if (strcmp(o.emit, "ir") != 0 && strcmp(o.emit, "c") != 0 && strcmp(o.emit, "plan") != 0 &&
-	    strcmp(o.emit, "schedule") != 0) {
-		diag_error("-emit=%s: expected c, ir, plan or schedule", o.emit);
+	    strcmp(o.emit, "schedule") != 0 && strcmp(o.emit, "search") != 0) {
+		diag_error("-emit=%s: expected c, ir, plan, schedule or search", o.emit);
 		ok = false;
 	}
 	if (strcmp(o.emit, "c") == 0 && !*o.output) {
@@ -744,15 +600,29 @@ main(int argc, char **argv)
 	}
 	if (!g)
 		return 1;
-	if (is_ir && g->mesh.dp) { /* an IR file that carries its degrees keeps them */
-		cx.mesh = g->mesh;
-		cx.microbatches = g->microbatches > 1 ? g->microbatches : 1;
-	} else if (!(g = choose_degrees(g, &o, &lo, &req, &cx, is_ir))) {
-		return 1;
-	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 
+	/* the devices: -cluster, -mesh (with -cost's constants), an IR file's
+	 * mesh, or one */
 	g->cost = cost;
+	if (is_ir && g->mesh.dp && !*o.mesh && !have_cluster) {
+		mesh.rows = g->mesh.rows;
+		mesh.cols = g->mesh.cols;
+	}
+	if (have_cluster) {
+		g->cluster = cluster;
+		const NodeKind *k = &cluster.kinds[0]; /* tp-plan's constants before placement */
+		g->cost.flops = k->flops;
+		g->cost.memory = k->memory;
+		g->cost.bw_intra = k->intra_bw ? k->intra_bw : k->inter_bw;
+		g->cost.bw_inter = k->inter_bw ? k->inter_bw : k->intra_bw;
+		g->cost.latency = cluster.latency;
+	} else {
+		ir_cluster_mesh(&g->cluster, mesh.rows, mesh.cols, &cost);
+	}
+	if (!g->mesh.dp)
+		ir_cluster_shape(&g->cluster, &g->mesh.rows, &g->mesh.cols);
+
 	PassOptions po = {
 		.print_before = o.print_before,
 		.print_after = o.print_after,

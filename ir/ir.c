@@ -168,6 +168,7 @@ ir_new(const char *name)
 	g->model = "";
 	g->dir = ".";
 	ir_cost_defaults(&g->cost);
+	ir_cluster_mesh(&g->cluster, 1, 1, &g->cost);
 	return g;
 }
 

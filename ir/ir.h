@@ -225,6 +225,81 @@ bool ir_cost_parse(CostModel *m, const char *spec, const char **bad);
 double ir_cost_allreduce(const CostModel *m, int n, double bw, double bytes);
 double ir_cost_allgather(const CostModel *m, int n, double bw, double bytes);
 
+/*
+ * The cluster a plan is for (frontend/cluster.c reads -cluster=FILE; -mesh
+ * RxC is R nodes of one kind): kinds of nodes, `count` nodes of each, each
+ * node `devices` devices.  Devices are numbered node by node in the order of
+ * the kinds.  A link inside a node runs at its kind's intra_bw, a link
+ * between two nodes at the smaller inter_bw of the two.  alpha and beta are
+ * AMP's calibration factors (eq. 1 and 3): seconds per predicted second of
+ * computation and of communication.
+ */
+#define CLUSTER_MAX_KINDS 64
+#define CLUSTER_NAME 64
+
+typedef struct {
+	char name[CLUSTER_NAME];
+	int count, devices;             /* nodes of this kind, devices per node */
+	double flops;                   /* per device, FLOP/s */
+	double memory;                  /* per device, bytes */
+	double intra_bw, inter_bw;      /* bytes/s */
+} NodeKind;
+
+typedef struct {
+	int nkinds;
+	NodeKind kinds[CLUSTER_MAX_KINDS];
+	int nnodes, ndevices;
+	double latency;                 /* seconds per message or collective */
+	double alpha, beta;
+} Cluster;
+
+/* The device's node and kind and its index inside the node. */
+void ir_cluster_device(const Cluster *c, int device, int *node, int *kind, int *slot);
+/* Bytes/s between two devices (the faster of the two ends for a = b). */
+double ir_cluster_link(const Cluster *c, int a, int b);
+/* R nodes of C devices with the constants of m: the -mesh shorthand. */
+void ir_cluster_mesh(Cluster *c, int rows, int cols, const CostModel *m);
+/* R x C when every node has the same kind; else 1 x devices. */
+void ir_cluster_shape(const Cluster *c, int *rows, int *cols);
+
+/*
+ * One candidate of the planner (passes/mesh_map.c): degrees, micro-batch
+ * size and count, and the placement: which axis of the rank grid runs
+ * along consecutive devices (order: a permutation of tp, dp, pp from the
+ * innermost out) and whether devices are taken node by node or slot by
+ * slot (slot 0 of every node, then slot 1: AMP's vertical dominoes).
+ */
+enum { PLACE_ORDERS = 6, PLACE_COUNT = 12 };
+
+typedef struct {
+	int dp, tp, pp;
+	int64_t mbs;                    /* rows of a micro-batch */
+	int micro;                      /* micro-batches per replica */
+	int place;                      /* order * 2 + by-slot */
+	double seconds;                 /* predicted iteration (AMP eq. 2); < 0: does not fit */
+	double pipeline, dpsync;        /* its terms: the slowest pipeline, the slowest sync */
+	double memory;                  /* bytes the fullest device needs */
+} PlanChoice;
+
+#define PLAN_TOP 10
+
+/* What mesh-map searched and found (plan.json's "search"). */
+typedef struct {
+	const char *method;             /* "exhaustive", "simulated annealing", "given" */
+	int64_t total, evaluated;       /* candidates in the space; cost-model calls */
+	double seconds;                 /* the search's time */
+	unsigned seed;
+	PlanChoice chosen, megatron;    /* megatron.dp == 0: no plan of Megatron's fits */
+	int ntop;
+	PlanChoice top[PLAN_TOP];       /* the best, cheapest first */
+} PlanSearch;
+
+/* The axis order of a placement as text: "tp,dp,pp" (innermost first). */
+const char *ir_place_order(int place);
+/* The device of every rank (rank = (replica * pp + stage) * tp + q), into
+ * dev[dp * tp * pp]. */
+void ir_place(const Cluster *c, int dp, int tp, int pp, int place, int *dev);
+
 /* One pipeline stage as stage-assign chose it. */
 typedef struct {
 	int first, nsub;                /* subgraphs [first, first + nsub) */
@@ -270,9 +345,15 @@ typedef struct Graph {
 	int stripped_dead;              /* ... of which dead (no user) */
 	int ops_loaded;                 /* node count as loaded, before any pass */
 
+	/* the plan: mesh-map's decisions for the cluster (and the stage table
+	 * and tp-plan's record below) */
+	Cluster cluster;                /* the devices; the driver sets it */
 	Mesh mesh;
 	const char *degree_rule;        /* why these degrees (plan.json), or NULL */
 	CostModel cost;
+	int *device;                    /* [dp * tp * pp] rank -> device, or NULL */
+	int place;                      /* the placement that gave it */
+	PlanSearch search;              /* search.method NULL: no search ran */
 
 	/* tp-plan's record (plan.json) */
 	int ntpsearch;

@@ -10,10 +10,15 @@
 
 #include "ir/ir.h"
 
+/* What the user asks of the passes; what they decide is in the Graph (the
+ * plan: Graph.mesh, device, search, stages). */
+enum { SEARCH_AUTO, SEARCH_EXHAUSTIVE, SEARCH_ANNEAL };
+
 typedef struct {
-	int64_t batch;                  /* -batch=N, 0 = as the model says */
-	int microbatches;               /* -microbatches=M */
-	Mesh mesh;                      /* -mesh and forced -dp/-tp/-pp */
+	int dp, tp, pp, microbatches;   /* -dp -tp -pp -microbatches: > 0 forced, 0 searched */
+	int search;                     /* -search=auto|exhaustive|anneal (mesh-map) */
+	int anneal_steps;               /* -anneal-steps=N; 0: AMP's 500 */
+	unsigned seed;                  /* -seed=N for the annealing */
 	int min_duplicate;              /* -min-duplicate=N (fold-scopes) */
 	unsigned tp_random;             /* -tp-random=SEED: a random valid plan (testing) */
 } PassCtx;
@@ -35,7 +40,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,tp-plan,tp-rewrite,pipe-shard,stage-assign,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

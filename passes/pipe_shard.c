@@ -218,12 +218,14 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 	return count;
 }
 
-/* The pass: with a pipeline degree above 1, every node gets its subgraph
- * (Node.subgraph, printed sg=N); the bound is 2 x blocks + 4 (issue 6). */
+/* The pass: when a pipeline may be planned (the cluster has more than one
+ * device, or -pp forces one, or an IR file's degrees have one), every node
+ * gets its subgraph (Node.subgraph, printed sg=N); the bound is 2 x blocks
+ * + 4 (issue 6).  mesh-map clears them again if it plans no pipeline. */
 bool
 pass_pipe_shard(Graph *g, PassCtx *cx)
 {
-	if (cx->mesh.pp <= 1)
+	if (g->mesh.dp ? g->mesh.pp <= 1 : g->cluster.ndevices <= 1 && cx->pp <= 1)
 		return true;
 	int blocks = 1;
 	for (int t = 0; t < g->ntemplates; t++)

@@ -144,95 +144,261 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Least total cut cost of k stages over n layers, every stage at most T;
- * DBL_MAX if none.  par[j * (n+1) + i]: where the j-th stage starts. */
+/* The problem with prefix sums: P[i * nc + c] = sum of component c of items
+ * [0, i). */
+typedef struct {
+	const PipeProblem *p;
+	double *P, *PM;
+	double *D;                      /* [(k+1) * (n+1)] */
+	int *par;
+	bool *reach, *next;
+} Dp;
+
 static double
-cuts_within(const double *P, int n, int k, const double *b, double T, double *D, int *par)
+stage_time(const Dp *d, int j, int s, int e)
 {
-	int w = n + 1;
+	const PipeProblem *p = d->p;
+	double t = 0;
+	for (int c = 0; c < p->ncomp; c++)
+		t += p->coef[j * p->ncomp + c] * (d->P[e * p->ncomp + c] - d->P[s * p->ncomp + c]);
+	return t;
+}
+
+static bool
+stage_fits(const Dp *d, int j, int s, int e)
+{
+	const PipeProblem *p = d->p;
+	if (!p->nmem)
+		return true;
+	double m = 0;
+	for (int c = 0; c < p->nmem; c++)
+		m += p->mem_coef[j * p->nmem + c] * (d->PM[e * p->nmem + c] - d->PM[s * p->nmem + c]);
+	return m <= p->mem_cap[j];
+}
+
+static double
+cut_cost(const Dp *d, int j, int s)
+{
+	const PipeProblem *p = d->p;
+	return j > 0 && p->cut ? p->cut[(s - 1) * (p->k - 1) + (j - 1)] : 0;
+}
+
+/* Least sum of stage times and cut costs with every stage at most T (and
+ * within memory); DBL_MAX if none.  Fills d->par. */
+static double
+dp_within(Dp *d, double T)
+{
+	const PipeProblem *p = d->p;
+	int n = p->n, k = p->k, w = n + 1;
+	double *D = d->D;
+	for (int i = 0; i <= n; i++)
+		D[i] = i == 0 ? 0 : DBL_MAX;
 	for (int j = 1; j <= k; j++)
 		for (int i = 0; i <= n; i++) {
 			double best = DBL_MAX;
 			int arg = -1;
-			if (j == 1) {
-				if (i >= 1 && P[i] <= T)
-					best = 0, arg = 0;
-			} else {
-				for (int c = j - 1; c <= i - 1; c++) {
-					if (P[i] - P[c] > T || D[(j - 1) * w + c] == DBL_MAX)
-						continue;
-					double v = D[(j - 1) * w + c] + (b ? b[(c - 1) * (k - 1) + (j - 2)] : 0);
-					if (v < best)
-						best = v, arg = c;
-				}
+			for (int s = j - 1; s <= i - 1; s++) {
+				if (D[(j - 1) * w + s] == DBL_MAX)
+					continue;
+				double t = stage_time(d, j - 1, s, i);
+				if (t > T || !stage_fits(d, j - 1, s, i))
+					continue;
+				double v = D[(j - 1) * w + s] + t + cut_cost(d, j - 1, s);
+				if (v < best)
+					best = v, arg = s;
 			}
 			D[j * w + i] = best;
-			par[j * w + i] = arg;
+			d->par[j * w + i] = arg;
 		}
 	return D[k * w + n];
 }
 
-/* Can n items be cut into k non-empty stages of at most T each?  Greedy,
- * on the prefix sums P the DP compares (the same rounding): the fewest
- * stages within T; more are always possible when n >= k. */
-static bool
-fits(const double *P, int n, int k, double T)
+static void
+dp_cut(const Dp *d, int *cut)
 {
-	int stages = 0;
-	for (int st = 0; st < n; stages++) {
-		int i = st;
-		while (i < n && P[i + 1] - P[st] <= T)
-			i++;
-		if (i == st)
-			return false;   /* one item alone is over T */
-		st = i;
+	int n = d->p->n, k = d->p->k;
+	cut[k] = n;
+	for (int j = k, i = n; j >= 1; j--)
+		cut[j - 1] = i = d->par[j * (n + 1) + i];
+}
+
+static double
+largest_stage(const Dp *d, const int *cut)
+{
+	double m = 0;
+	for (int j = 0; j < d->p->k; j++) {
+		double t = stage_time(d, j, cut[j], cut[j + 1]);
+		m = t > m ? t : m;
 	}
-	return stages <= k;
+	return m;
+}
+
+/* Can the k stages, in order, each non-empty, at most T and within memory,
+ * hold the n items?  The ends a stage starting at s reaches form the range
+ * (s, far(s)], far non-decreasing in s: two pointers per stage. */
+static bool
+feasible(Dp *d, double T)
+{
+	const PipeProblem *p = d->p;
+	int n = p->n;
+	bool *reach = d->reach, *next = d->next;
+	memset(reach, 0, n + 1);
+	reach[0] = true;
+	for (int j = 0; j < p->k; j++) {
+		memset(next, 0, n + 1);
+		int far = 0, mark = 0; /* next[] set up to mark */
+		for (int s = 0; s < n; s++) {
+			if (far < s)
+				far = s;
+			while (far < n && stage_time(d, j, s, far + 1) <= T && stage_fits(d, j, s, far + 1))
+				far++;
+			if (!reach[s])
+				continue;
+			for (int e = (mark > s ? mark : s) + 1; e <= far; e++)
+				next[e] = true;
+			mark = far > mark ? far : mark;
+		}
+		bool *t = reach;
+		reach = next;
+		next = t;
+	}
+	bool ok = reach[n];
+	return ok;
+}
+
+double
+pipe_stage_time(const PipeProblem *p, int j, int s, int e)
+{
+	double t = 0;
+	for (int i = s; i < e; i++)
+		for (int c = 0; c < p->ncomp; c++)
+			t += p->coef[j * p->ncomp + c] * p->item[i * p->ncomp + c];
+	return t;
+}
+
+double
+pipe_dp_stages(const PipeProblem *p, int *cut)
+{
+	int n = p->n, k = p->k, M = p->micro, nc = p->ncomp, nm = p->nmem;
+	if (k < 1 || k > n || M < 1 || nc < 1 || nc > PIPE_MAX_COMP || nm < 0 ||
+	    nm > PIPE_MAX_COMP)
+		return -1;
+	Dp d = {.p = p};
+	d.P = xcalloc((size_t)(n + 1) * nc, sizeof *d.P);
+	d.PM = xcalloc((size_t)(n + 1) * (nm ? nm : 1), sizeof *d.PM);
+	for (int i = 0; i < n; i++) {
+		for (int c = 0; c < nc; c++)
+			d.P[(i + 1) * nc + c] = d.P[i * nc + c] + p->item[i * nc + c];
+		for (int c = 0; c < nm; c++)
+			d.PM[(i + 1) * nm + c] = d.PM[i * nm + c] + p->mem_item[i * nm + c];
+	}
+	d.D = xcalloc((size_t)(k + 1) * (n + 1), sizeof *d.D);
+	d.par = xcalloc((size_t)(k + 1) * (n + 1), sizeof *d.par);
+	d.reach = xcalloc(n + 1, 1);
+	d.next = xcalloc(n + 1, 1);
+	int *c = xcalloc(k + 1, sizeof *c);
+	double *cand = NULL, best = -1;
+
+	/* the least sum, without a bound on the largest stage: a lower bound on
+	 * the sum part of the objective, and the answer when M = 1 */
+	double lb = dp_within(&d, DBL_MAX);
+	if (lb == DBL_MAX)
+		goto done;              /* no partition fits in memory */
+	dp_cut(&d, cut);
+	best = (M - 1) * largest_stage(&d, cut) + lb;
+	if (M == 1)
+		goto done;
+
+	/* the smallest feasible largest stage, by bisection on feasibility */
+	double lo = 0, hi = 0;
+	for (int j = 0; j < k; j++) {
+		double t = stage_time(&d, j, 0, n);
+		hi = t > hi ? t : hi;
+	}
+	for (int it = 0; it < 200 && hi - lo > 1e-13 * hi; it++) {
+		double mid = lo + (hi - lo) / 2;
+		if (feasible(&d, mid))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	double v = dp_within(&d, hi);
+	if (v == DBL_MAX)
+		die("pipe_dp_stages: a feasible bound has no partition");
+	dp_cut(&d, c);
+	double tstar = largest_stage(&d, c);
+	v = (M - 1) * tstar + v;
+	if (v < best) {
+		best = v;
+		memcpy(cut, c, sizeof *cut * (k + 1));
+	}
+
+	/* larger bounds: only stage times T with (M-1) T + lb < best can win */
+	double lim = (best - lb) / (M - 1);
+	size_t nc2 = 0, cap = 1024;
+	cand = xcalloc(cap, sizeof *cand);
+	for (int j = 0; j < k; j++)
+		for (int s = j; s < n; s++)
+			for (int e = s + 1; e <= n; e++) {
+				double t = stage_time(&d, j, s, e);
+				if (t >= lim)
+					break;
+				if (t <= tstar)
+					continue;
+				if (nc2 == cap) {
+					cap *= 2;
+					if (!(cand = realloc(cand, cap * sizeof *cand)))
+						die("out of memory");
+				}
+				cand[nc2++] = t;
+			}
+	qsort(cand, nc2, sizeof *cand, cmp_double);
+	size_t step = p->max_bounds > 0 && nc2 > (size_t)p->max_bounds ?
+	    (nc2 + p->max_bounds - 1) / p->max_bounds : 1;
+	for (size_t i = 0; i < nc2; i += step) {
+		double T = cand[i];
+		if (T >= lim)
+			break;
+		if (i && T == cand[i - step])
+			continue;
+		double s = dp_within(&d, T);
+		if (s == DBL_MAX)
+			continue;
+		dp_cut(&d, c);
+		double o = (M - 1) * largest_stage(&d, c) + s;
+		if (o < best) {
+			best = o;
+			memcpy(cut, c, sizeof *cut * (k + 1));
+			lim = (best - lb) / (M - 1);
+		}
+		if (s <= lb)
+			break;          /* the sum is as small as it gets: larger T only lose */
+	}
+done:
+	free(d.P);
+	free(d.PM);
+	free(d.D);
+	free(d.par);
+	free(d.reach);
+	free(d.next);
+	free(c);
+	free(cand);
+	return best;
 }
 
 double
 pipe_dp(const double *a, int n, int k, const double *b, int micro, int *cut)
 {
-	if (k < 1 || k > n || micro < 1)
+	if (k < 1)
 		return -1;
-	double *P = xcalloc(n + 1, sizeof *P);
-	for (int i = 0; i < n; i++)
-		P[i + 1] = P[i] + a[i];
-	/* the largest stage is some contiguous sum: try them in increasing order;
-	 * a bound above the true largest stage is beaten by the exact one */
-	size_t nc = 0;
-	double *cand = xcalloc((size_t)n * (n + 1) / 2, sizeof *cand);
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j <= n; j++)
-			cand[nc++] = P[j] - P[i];
-	qsort(cand, nc, sizeof *cand, cmp_double);
-	double *D = xcalloc((size_t)(k + 1) * (n + 1), sizeof *D);
-	int *par = xcalloc((size_t)(k + 1) * (n + 1), sizeof *par);
-	double best = -1, total = P[n];
-	for (size_t c = 0; c < nc; c++) {
-		double T = cand[c];
-		if (c && T == cand[c - 1])
-			continue;
-		if (best >= 0 && (micro - 1) * T + total >= best)
-			break;          /* cut costs are >= 0: nothing larger can win */
-		if (!fits(P, n, k, T))
-			continue;       /* no k stages stay within T: skip the DP */
-		double cc = cuts_within(P, n, k, b, T, D, par);
-		if (cc == DBL_MAX)
-			continue;
-		double v = (micro - 1) * T + total + cc;
-		if (best < 0 || v < best) {
-			best = v;
-			cut[k] = n;
-			for (int j = k, i = n; j >= 1; j--)
-				cut[j - 1] = i = par[j * (n + 1) + i];
-		}
-	}
-	free(P);
-	free(cand);
-	free(D);
-	free(par);
-	return best;
+	double *one = xcalloc(k, sizeof *one);
+	for (int j = 0; j < k; j++)
+		one[j] = 1;
+	PipeProblem p = {.n = n, .k = k, .micro = micro, .ncomp = 1, .item = a, .coef = one,
+		.cut = b};
+	double v = pipe_dp_stages(&p, cut);
+	free(one);
+	return v;
 }
 
 /* --------------------------------------------------- AutoPipe planner */

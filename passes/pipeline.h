@@ -59,6 +59,39 @@ void pipe_sim_free(PipeSim *s);
  */
 double pipe_dp(const double *a, int n, int k, const double *b, int micro, int *cut);
 
+/*
+ * pipe_dp for stages that differ (AMP §4.3 with stage times scaled by each
+ * stage's devices, tapc's heterogeneous clusters): item i has ncomp cost
+ * components (FLOPs, collective bytes, collective count), and stage j turns
+ * them into seconds with its own coefficients, so a stage's time is
+ * t_j = sum over its items and components of coef[j][c] * item[i][c].
+ * Minimizes (M-1) * max t_j + sum t_j + sum of cut costs, as pipe_dp, with
+ * an optional memory limit per stage: sum of mem_coef[j][m] * mem_item[i][m]
+ * at most mem_cap[j].  Costs must be >= 0.  max_bounds > 0 caps how many
+ * candidate bounds on the largest stage are tried past the smallest
+ * feasible one (evenly spaced among them): exact when 0.  Returns the
+ * objective and fills cut[0..k]; < 0 when no partition fits.
+ */
+#define PIPE_MAX_COMP 4
+
+typedef struct {
+	int n, k, micro;
+	int ncomp;                      /* 1 .. PIPE_MAX_COMP */
+	const double *item;             /* [n * ncomp] */
+	const double *coef;             /* [k * ncomp] */
+	const double *cut;              /* [n * (k-1)]: as pipe_dp's b; NULL: free */
+	int nmem;                       /* 0 .. PIPE_MAX_COMP; 0: no limit */
+	const double *mem_item;         /* [n * nmem] */
+	const double *mem_coef;         /* [k * nmem] */
+	const double *mem_cap;          /* [k] */
+	int max_bounds;
+} PipeProblem;
+
+double pipe_dp_stages(const PipeProblem *p, int *cut);
+/* The time of stage j holding items [s, e) (after the problem's prefix sums
+ * are known: for callers that evaluate a cut). */
+double pipe_stage_time(const PipeProblem *p, int j, int s, int e);
+
 /* AutoPipe's Algorithm 1: the partition minimizing the largest stage sum
  * of w[] (w = forward + backward per block).  Returns that sum. */
 double pipe_balance(const double *w, int n, int k, int *cut);

@@ -3,16 +3,19 @@
  * §4.3 and Algorithm 2, AutoPipe §III-B), and keep the assignment the
  * pipeline simulator ranks best.
  *
- * Needs: pipe-shard (Node.subgraph); tp-rewrite when TP is on (costs are
- * then a rank's: local shapes, its collectives).  Per subgraph, the forward
- * time of one micro-batch is its FLOPs at CostModel.flops plus its
- * collectives (the driver loaded the model at the micro-batch size, so the
- * shapes are a micro-batch's); backward is twice
- * the forward for objective=train, none for infer.  A cut costs the bytes
- * crossing it over the link between the two stages' ranks, plus latency.
- * Candidates: AMP's pipe_dp, AutoPipe's planner, and Megatron's even split
- * of the blocks (reported as the baseline); the simulator (1F1B for train,
- * forward-only for infer) picks.
+ * Needs: pipe-shard (Node.subgraph); Graph.mesh, microbatches and device
+ * (mesh-map's plan; without a placement, the default one); tp-rewrite when
+ * TP is on (costs are then a rank's: local shapes, its collectives; mesh-map
+ * made the shapes a micro-batch's).  A stage's time is its FLOPs at the
+ * slowest device of its TP group plus its collectives on the group's
+ * slowest ring link, with the rates of costmodel.c (backward: twice the
+ * forward FLOPs and every collective again for objective=train, none for
+ * infer).  A cut costs the bytes crossing it over the link between the
+ * two stages' devices, plus latency.  Candidates: pipe_dp_stages (AMP's
+ * pipe_dp with each stage on its own devices, within their memory),
+ * AutoPipe's planner on the stages' mean rates, and Megatron's even split
+ * of the blocks (reported as the baseline); the simulator (1F1B for
+ * train, forward-only for infer) picks.
  *
  * Guarantees: Node.stage on every node, stages contiguous in node order and
  * non-empty; Graph.stages and the pipe_* fields filled.
@@ -22,39 +25,91 @@
 #include <string.h>
 #include <time.h>
 
+#include "passes/costmodel.h"
 #include "passes/pipeline.h"
-#include "passes/passes.h"
 
+/* Ring bytes of a collective node (eq. 1 without the link: all-reduce
+ * 2(n-1)/n of the tensor, gathers and scatters (n-1)/n); 0 for others. */
 static double
-coll_cost(Graph *g, NodeId n, int tp, double bw)
+ring_bytes(Graph *g, NodeId n, int tp)
 {
 	Node *nd = &g->nodes[n];
 	if (!ir_op_is_comm(nd->op) || nd->op == OP_Shard)
 		return 0;
 	Tensor *big = &g->tensors[nd->op == OP_ReduceScatter ? nd->in[0] : nd->out[0]];
-	double bytes = (double)ir_nbytes(big);
-	return nd->op == OP_AllReduce ? ir_cost_allreduce(&g->cost, tp, bw, bytes) :
-	    ir_cost_allgather(&g->cost, tp, bw, bytes);
+	double f = (double)(tp - 1) / tp * (nd->op == OP_AllReduce ? 2 : 1);
+	return f * (double)ir_nbytes(big);
 }
 
-/* Row of the mesh a stage's ranks sit in (replica 0's: rank = stage * tp + q). */
-static int
-row_of(Graph *g, int stage, int tp)
+/* The problem a pipeline's stages pose: per subgraph a rank's forward
+ * FLOPs, TP ring bytes and collectives; per stage forward and backward
+ * seconds per unit on its devices; cut costs; memory. */
+typedef struct {
+	int n, k, M;
+	double *item;                   /* [n * 3] */
+	double *fcoef, *bcoef, *coef;   /* [k * 3]: forward, backward, both */
+	double *cut;                    /* [n * (k-1)] */
+	double *mi, *mc, *cap;          /* memory: [n * 2], [k * 2], [k] */
+	double comm;                    /* mean transfer, for the simulator */
+} Stages;
+
+static void
+stage_times(const Stages *S, const int *cut, double *f, double *b)
 {
-	return g->mesh.cols ? stage * tp / g->mesh.cols : 0;
+	for (int j = 0; j < S->k; j++) {
+		f[j] = b[j] = 0;
+		for (int i = cut[j]; i < cut[j + 1]; i++)
+			for (int c = 0; c < 3; c++) {
+				f[j] += S->fcoef[j * 3 + c] * S->item[i * 3 + c];
+				b[j] += S->bcoef[j * 3 + c] * S->item[i * 3 + c];
+			}
+	}
+}
+
+static bool
+fits_memory(const Stages *S, const int *cut)
+{
+	for (int j = 0; j < S->k; j++) {
+		double m = 0;
+		for (int i = cut[j]; i < cut[j + 1]; i++)
+			m += S->mc[j * 2] * S->mi[i * 2] + S->mc[j * 2 + 1] * S->mi[i * 2 + 1];
+		if (m > S->cap[j])
+			return false;
+	}
+	return true;
+}
+
+/* The simulated iteration of a cut (1F1B, or forward only without bcoef). */
+static double
+simulate(const Stages *S, const int *cut, bool train)
+{
+	double *f = calloc(S->k, sizeof *f), *b = calloc(S->k, sizeof *b);
+	stage_times(S, cut, f, b);
+	PipeSpec p = {.nstages = S->k, .micro = S->M, .fwd = f, .bwd = train ? b : NULL,
+		.comm = S->comm};
+	PipeSim sim;
+	if (!pipe_simulate(&p, &sim))
+		die("stage-assign: bad pipeline");
+	double t = sim.time;
+	pipe_sim_free(&sim);
+	free(f);
+	free(b);
+	return t;
 }
 
 /* Standard deviation of the stage times (forward + backward) of a cut. */
 static double
-stage_std(const double *w, const int *cut, int k)
+stage_std(const Stages *S, const int *cut)
 {
-	double *t = calloc(k, sizeof *t), mean = 0, var = 0;
-	pipe_stage_sums(w, cut, k, t);
+	int k = S->k;
+	double *f = calloc(k, sizeof *f), *b = calloc(k, sizeof *b), mean = 0, var = 0;
+	stage_times(S, cut, f, b);
 	for (int s = 0; s < k; s++)
-		mean += t[s] / k;
+		mean += (f[s] + b[s]) / k;
 	for (int s = 0; s < k; s++)
-		var += (t[s] - mean) * (t[s] - mean) / k;
-	free(t);
+		var += (f[s] + b[s] - mean) * (f[s] + b[s] - mean) / k;
+	free(f);
+	free(b);
 	return sqrt(var);
 }
 
@@ -96,7 +151,7 @@ even_split(Graph *g, int nsub, int k, int *cut)
 bool
 pass_stage_assign(Graph *g, PassCtx *cx)
 {
-	int k = cx->mesh.pp;
+	int k = g->mesh.pp;
 	if (k <= 1)
 		return true;
 	struct timespec t0, t1;
@@ -115,25 +170,44 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 		    nsub == 1 ? "" : "s");
 		return false;
 	}
-	int tp = cx->mesh.tp > 1 ? cx->mesh.tp : 1, M = cx->microbatches > 0 ? cx->microbatches : 1;
+	int tp = g->mesh.tp > 1 ? g->mesh.tp : 1, dp = g->mesh.dp > 1 ? g->mesh.dp : 1;
+	int M = g->microbatches > 0 ? g->microbatches : 1, ranks = dp * tp * k;
 	const CostModel *cm = &g->cost;
-	double bw_tp = tp <= (g->mesh.cols ? g->mesh.cols : tp) ? cm->bw_intra : cm->bw_inter;
-	double *f = calloc(nsub, sizeof *f), *b = cm->train ? calloc(nsub, sizeof *b) : NULL;
-	double *w = calloc(nsub, sizeof *w), *cross = calloc(nsub, sizeof *cross);
+	bool train = cm->train;
+	/* the devices: mesh-map's placement, or the default one */
+	Cluster own;
+	const Cluster *cl = &g->cluster;
+	if (cl->ndevices < ranks) {
+		ir_cluster_mesh(&own, 1, ranks, cm);
+		cl = &own;
+	}
+	int *dev = g->device;
+	if (!dev) {
+		dev = ir_alloc(&g->arena, sizeof *dev * ranks);
+		ir_place(cl, dp, tp, k, 0, dev);
+	}
+	StageRate *r = calloc(k, sizeof *r);
+	cm_rates(cl, dev, dp, tp, k, -1, r);
+
+	/* per subgraph, one rank's: FLOPs, ring bytes, collectives, weights,
+	 * activations, bytes crossing the cut after it */
+	Stages S = {.n = nsub, .k = k, .M = M};
+	S.item = calloc((size_t)nsub * 3, sizeof *S.item);
+	S.mi = calloc((size_t)nsub * 2, sizeof *S.mi);
+	double *cross = calloc(nsub, sizeof *cross);
 	int64_t *wbytes = calloc(nsub, sizeof *wbytes);
-	/* per subgraph: compute and collectives; bytes crossing each cut */
 	ir_reindex(g);
-	bool *counted = calloc(g->ntensors + 1, 1);
+	int *counted = calloc(g->ntensors + 1, sizeof *counted);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		int j = nd->subgraph;
-		f[j] += ((double)ir_node_flops(g, n) / cm->flops + coll_cost(g, n, tp, bw_tp));
+		S.item[j * 3] += (double)ir_node_flops(g, n);
+		S.item[j * 3 + 1] += ring_bytes(g, n, tp);
+		S.item[j * 3 + 2] += ir_op_is_comm(nd->op) && nd->op != OP_Shard;
 		for (int i = 0; i < nd->nin; i++) {
 			TensorId t = nd->in[i];
-			if (t == IR_NONE)
-				continue;
-			if (g->tensors[t].kind == TK_WEIGHT && !counted[t]) {
-				counted[t] = true;
+			if (t != IR_NONE && g->tensors[t].kind == TK_WEIGHT && counted[t] != j + 1) {
+				counted[t] = j + 1;
 				wbytes[j] += ir_nbytes(&g->tensors[t]);
 			}
 		}
@@ -142,6 +216,7 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 			int last = j;
 			if (t == IR_NONE)
 				continue;
+			S.mi[j * 2 + 1] += (double)ir_nbytes(&g->tensors[t]);
 			for (int u = 0; u < g->nusers[t]; u++)
 				if (g->nodes[g->users[t][u]].subgraph > last)
 					last = g->nodes[g->users[t][u]].subgraph;
@@ -149,49 +224,78 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 				cross[c] += (double)ir_nbytes(&g->tensors[t]);
 		}
 	}
-	for (int j = 0; j < nsub; j++) {
-		if (b)
-			b[j] = 2 * f[j];
-		w[j] = f[j] + (b ? b[j] : 0);
+	for (int j = 0; j < nsub; j++)
+		S.mi[j * 2] = (double)wbytes[j];
+	double lat = cl->latency, cmul = train ? 2 : 1;
+	S.fcoef = calloc((size_t)k * 3, sizeof *S.fcoef);
+	S.bcoef = calloc((size_t)k * 3, sizeof *S.bcoef);
+	S.coef = calloc((size_t)k * 3, sizeof *S.coef);
+	S.mc = calloc((size_t)k * 2, sizeof *S.mc);
+	S.cap = calloc(k, sizeof *S.cap);
+	for (int j = 0; j < k; j++) {
+		double f[3] = {r[j].flop_s, r[j].coll_s, tp > 1 ? lat : 0};
+		for (int c = 0; c < 3; c++) {
+			S.fcoef[j * 3 + c] = f[c];
+			S.bcoef[j * 3 + c] = train ? (c == 0 ? 2 * f[c] : f[c]) : 0;
+			S.coef[j * 3 + c] = S.fcoef[j * 3 + c] + S.bcoef[j * 3 + c];
+		}
+		S.mc[j * 2] = train ? 4 : 1;
+		S.mc[j * 2 + 1] = train ? (k - j < M ? k - j : M) : 1;
+		S.cap[j] = r[j].memory;
 	}
 	/* cut after subgraph c as the boundary of stages s | s+1 */
-	double *bc = calloc((size_t)nsub * (k - 1) + 1, sizeof *bc), mean = 0;
+	S.cut = calloc((size_t)nsub * (k - 1) + 1, sizeof *S.cut);
 	for (int c = 0; c < nsub; c++)
-		for (int s = 0; s + 1 < k; s++) {
-			double bw = row_of(g, s, tp) == row_of(g, s + 1, tp) ? cm->bw_intra : cm->bw_inter;
-			double v = cm->latency + cross[c] / bw;
-			bc[c * (k - 1) + s] = (cm->train ? 2 : 1) * v; /* activations and gradients */
-			mean += v / ((double)nsub * (k - 1));
+		for (int j = 0; j + 1 < k; j++) {
+			double v = lat + cross[c] * r[j].next_s;
+			S.cut[c * (k - 1) + j] = cmul * v; /* activations and gradients */
+			S.comm += v / ((double)nsub * (k - 1));
 		}
+	PipeProblem pr = {.n = nsub, .k = k, .micro = M, .ncomp = 3, .item = S.item,
+		.coef = S.coef, .cut = S.cut, .nmem = 2, .mem_item = S.mi, .mem_coef = S.mc,
+		.mem_cap = S.cap};
 	int *cut = calloc(k + 1, sizeof *cut), *best = calloc(k + 1, sizeof *best);
-	double bt = -1;
-	const char *method = "";
-	pipe_dp(w, nsub, k, bc, M, cut);
-	double t = pipe_simulate_cuts(f, b, k, M, mean, cut, NULL);
-	bt = t, method = "AMP pipe_dp", memcpy(best, cut, sizeof *cut * (k + 1));
-	t = pipe_autopipe(f, b, nsub, k, M, mean, cut);
-	if (t < bt)
+	bool limit = pipe_dp_stages(&pr, cut) >= 0;
+	if (!limit) { /* the rank's graph needs more than mesh-map's estimate: drop the limit */
+		pr.nmem = 0;
+		pipe_dp_stages(&pr, cut);
+	}
+	double bt = simulate(&S, cut, train), t;
+	const char *method = "AMP pipe_dp";
+	memcpy(best, cut, sizeof *cut * (k + 1));
+	/* AutoPipe on the stages' mean rates; the simulator on their own */
+	double *f = calloc(nsub, sizeof *f), *b = calloc(nsub, sizeof *b);
+	for (int i = 0; i < nsub; i++)
+		for (int j = 0; j < k; j++)
+			for (int c = 0; c < 3; c++) {
+				f[i] += S.fcoef[j * 3 + c] * S.item[i * 3 + c] / k;
+				b[i] += S.bcoef[j * 3 + c] * S.item[i * 3 + c] / k;
+			}
+	pipe_autopipe(f, train ? b : NULL, nsub, k, M, S.comm, cut);
+	t = simulate(&S, cut, train);
+	if (t < bt && (!limit || fits_memory(&S, cut)))
 		bt = t, method = "AutoPipe", memcpy(best, cut, sizeof *cut * (k + 1));
 	g->pipe_even_time = -1;
 	if (even_split(g, nsub, k, cut)) {
-		t = pipe_simulate_cuts(f, b, k, M, mean, cut, NULL);
+		t = simulate(&S, cut, train);
 		g->pipe_even_time = t;
-		g->pipe_even_std = stage_std(w, cut, k);
-		if (t < bt)
+		g->pipe_even_std = stage_std(&S, cut);
+		if (t < bt && (!limit || fits_memory(&S, cut)))
 			bt = t, method = "Megatron even split", memcpy(best, cut, sizeof *cut * (k + 1));
 	}
 	/* annotate and record */
 	free(g->stages);
 	g->stages = calloc(k, sizeof *g->stages);
+	double *sf = calloc(k, sizeof *sf), *sb = calloc(k, sizeof *sb);
+	stage_times(&S, best, sf, sb);
 	for (int s = 0; s < k; s++) {
 		PipeStage *st = &g->stages[s];
 		st->first = best[s];
 		st->nsub = best[s + 1] - best[s];
-		for (int j = best[s]; j < best[s + 1]; j++) {
-			st->fwd += f[j];
-			st->bwd += b ? b[j] : 0;
+		st->fwd = sf[s];
+		st->bwd = train ? sb[s] : 0;
+		for (int j = best[s]; j < best[s + 1]; j++)
 			st->weight_bytes += wbytes[j];
-		}
 	}
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		int s = 0;
@@ -201,24 +305,23 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	}
 	g->nsubgraphs = nsub;
 	g->nstages = k;
-	g->mesh.dp = cx->mesh.dp > 1 ? cx->mesh.dp : 1;
-	g->mesh.tp = tp;
-	g->mesh.pp = k;
-	g->microbatches = M;
-	g->pipe_comm = mean;
+	g->pipe_comm = S.comm;
 	g->pipe_time = bt;
-	g->pipe_std = stage_std(w, best, k);
+	g->pipe_std = stage_std(&S, best);
 	g->pipe_method = method;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	g->pipe_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	free(f);
-	free(b);
-	free(w);
+	free(r);
+	free(S.item), free(S.mi), free(S.fcoef), free(S.bcoef), free(S.coef);
+	free(S.mc), free(S.cap), free(S.cut);
 	free(cross);
 	free(wbytes);
 	free(counted);
-	free(bc);
 	free(cut);
 	free(best);
+	free(f);
+	free(b);
+	free(sf);
+	free(sb);
 	return true;
 }

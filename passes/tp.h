@@ -63,6 +63,12 @@ tp_same(Layout a, Layout b)
 	return a.kind == b.kind && (a.kind != L_S || (a.axis == b.axis && a.blocks == b.blocks));
 }
 
+/* TAP's search (tp_plan.c): every anchor's layout for groups of tp ranks
+ * (Node.tp_axis, tp_blocks), the cheapest by cm; random != 0 takes a
+ * random valid plan instead (-tp-random).  record: keep the searches in
+ * Graph.tpsearch for plan.json. */
+void tp_choose(Graph *g, int tp, const CostModel *cm, unsigned random, bool record);
+
 /* Has tp-rewrite already made this graph a rank's (collectives, slices)? */
 bool tp_is_local(Graph *g);
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/costmodel.h"
 #include "passes/tp.h"
 
 static const Layout LR = {L_R, 0, 1}, LP = {L_P, 0, 1};
@@ -35,6 +36,26 @@ tout(TpState *s, NodeId n, int i)
 	return i < nd->nout && nd->out[i] != IR_NONE ? &s->g->tensors[nd->out[i]] : NULL;
 }
 
+/* The bandwidth of the TP group's links: the slowest link of any group's
+ * ring once mesh-map placed the ranks on the cluster; before, a node's
+ * links when tp devices fit in the cluster's first node. */
+static double
+group_bw(Graph *g, int tp, const CostModel *cm)
+{
+	const Cluster *c = &g->cluster;
+	int n = g->mesh.dp * g->mesh.tp * g->mesh.pp;
+	if (g->device && g->mesh.tp == tp && n <= c->ndevices) {
+		double bw = 0;
+		for (int r0 = 0; r0 < n; r0 += tp) {
+			double b = cm_ring_bw(c, g->device + r0, tp);
+			bw = r0 == 0 || b < bw ? b : bw;
+		}
+		return bw;
+	}
+	int cols = c->nkinds ? c->kinds[0].devices : tp;
+	return tp <= cols ? cm->bw_intra : cm->bw_inter;
+}
+
 bool
 tp_state_init(TpState *s, Graph *g, int tp, const CostModel *cm)
 {
@@ -42,7 +63,7 @@ tp_state_init(TpState *s, Graph *g, int tp, const CostModel *cm)
 	s->g = g;
 	s->tp = tp;
 	s->cm = cm;
-	s->bw = tp <= (g->mesh.cols ? g->mesh.cols : tp) ? cm->bw_intra : cm->bw_inter;
+	s->bw = group_bw(g, tp, cm);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		if (nd->nin > s->cap)

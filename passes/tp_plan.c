@@ -17,12 +17,14 @@
  * The cost (docs/tensor-parallel.md): compute per rank at CostModel.flops,
  * plus collectives (latency + ring volume / bandwidth), for a training step
  * (3x forward compute, every collective once forward and once backward) or
- * a forward pass (-cost=objective=infer).  Memory per rank is checked
- * against CostModel.memory.
+ * a forward pass (-cost=objective=infer).  mesh-map asks tp_choose for the
+ * plan of every TP degree it considers, to cost them (passes/costmodel.c).
  *
- * Guarantees: Node.tp_axis/tp_blocks set on every anchor (TP_REPLICATE or a
- * split), Node.tp_comm notes the collectives, Graph.tpsearch filled,
- * mesh.dp/tp/pp set.  With tp = 1 the pass does nothing.
+ * Needs: Graph.mesh.tp (mesh-map's, or an IR file's).  Guarantees:
+ * Node.tp_axis/tp_blocks set on every anchor (TP_REPLICATE or a split),
+ * Node.tp_comm notes the collectives, Graph.tpsearch and tp_memory (one
+ * rank's weights, for plan.json) filled.  With tp = 1 the pass does
+ * nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,7 @@ now_ms(void)
 
 typedef struct {
 	TpState s;
-	PassCtx *cx;
+	unsigned random;                /* -tp-random: a random valid plan */
 	uint64_t rng;
 	int *choice, *best;
 	int *blocks;                    /* [anchor][axis] */
@@ -107,7 +109,7 @@ search(Search *S, const NodeId *nodes, int nn, const NodeId *anchors, int na, Tp
 		if (eval_region(&S->s, nodes, nn)) {
 			double c = tp_cost(&S->s);
 			nvalid++;
-			bool take = S->cx->tp_random ? next_rand(&S->rng) % (uint64_t)nvalid == 0 :
+			bool take = S->random ? next_rand(&S->rng) % (uint64_t)nvalid == 0 :
 			    best < 0 || c < best;
 			if (take) {
 				best = c;
@@ -190,21 +192,13 @@ note_plan(TpState *s, int64_t *mem)
 	return tp_cost(s);
 }
 
-bool
-pass_tp_plan(Graph *g, PassCtx *cx)
+void
+tp_choose(Graph *g, int tp, const CostModel *cm, unsigned random, bool record)
 {
-	int tp = cx->mesh.tp;
-	if (tp <= 1)
-		return true;
-	if (tp_is_local(g)) {
-		diag_file(g->model, "the graph is already one rank's (it has collectives or sliced "
-		    "weights): tp-plan needs the whole model");
-		return false;
-	}
 	ir_reindex(g);
-	Search S = {.cx = cx, .rng = 0x9e3779b97f4a7c15ull ^ cx->tp_random};
+	Search S = {.random = random, .rng = 0x9e3779b97f4a7c15ull ^ random};
 	TpState *s = &S.s;
-	tp_state_init(s, g, tp, &g->cost);
+	tp_state_init(s, g, tp, cm);
 	S.choice = calloc(g->nnodes + 1, sizeof *S.choice);
 	S.best = calloc(g->nnodes + 1, sizeof *S.best);
 	S.blocks = calloc((size_t)(g->nnodes + 1) * IR_MAX_RANK, sizeof *S.blocks);
@@ -212,7 +206,9 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 	NodeId *anchors = malloc(sizeof *anchors * (g->nnodes + 1));
 	if (!S.choice || !S.best || !S.blocks || !nodes || !anchors)
 		die("out of memory");
-	g->ntpsearch = 0;
+	if (record)
+		g->ntpsearch = 0;
+	TpSearch scratch;
 
 	/* regions: template instances first, then runs outside them */
 	for (NodeId n = 0; n < g->nnodes; n++) {
@@ -252,7 +248,7 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 			if (g->nodes[order[i]].tp_axis != TP_NONE)
 				anchors[na++] = order[i];
 		}
-		TpSearch *rec = add_record(g, T->name, T->inst[0], T->ninstances);
+		TpSearch *rec = record ? add_record(g, T->name, T->inst[0], T->ninstances) : &scratch;
 		search(&S, nodes, nn, anchors, na, rec);
 		for (int i = 1; i < T->ninstances; i++) {
 			int reg = greg[T->inst[i * T->ngroups]], k = 0;
@@ -293,22 +289,12 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 			rest.first = g->nodes[nodes[0]].group;
 		any = true;
 	}
-	if (any) {
+	if (any && record) {
 		TpSearch *rec = add_record(g, "", rest.first, 1);
 		*rec = rest;
 		rec->name = "";
 		rec->instances = 1;
 	}
-	g->tp_search_ms = 0;
-	for (int i = 0; i < g->ntpsearch; i++)
-		g->tp_search_ms += g->tpsearch[i].ms;
-
-	int64_t mem;
-	g->tp_cost = note_plan(s, &mem);
-	g->tp_memory = mem * (g->cost.train ? 4 : 1);
-	g->mesh.tp = tp;
-	g->mesh.dp = cx->mesh.dp > 1 ? cx->mesh.dp : 1;
-	g->mesh.pp = cx->mesh.pp > 1 ? cx->mesh.pp : 1;
 	free(greg);
 	free(rstart);
 	free(order);
@@ -319,11 +305,32 @@ pass_tp_plan(Graph *g, PassCtx *cx)
 	free(S.best);
 	free(S.blocks);
 	tp_state_free(s);
-	if (g->tp_memory > g->cost.memory) {
-		diag_file(g->model, "the tensor-parallel plan needs %.3g bytes per device, more than "
-		    "-cost=memory=%.3g: use more devices or a larger memory", (double)g->tp_memory,
-		    g->cost.memory);
+}
+
+bool
+pass_tp_plan(Graph *g, PassCtx *cx)
+{
+	int tp = g->mesh.tp;
+	if (tp <= 1)
+		return true;
+	if (tp_is_local(g)) {
+		diag_file(g->model, "the graph is already one rank's (it has collectives or sliced "
+		    "weights): tp-plan needs the whole model");
 		return false;
 	}
+	tp_choose(g, tp, &g->cost, cx->tp_random, true);
+	g->tp_search_ms = 0;
+	for (int i = 0; i < g->ntpsearch; i++)
+		g->tp_search_ms += g->tpsearch[i].ms;
+
+	TpState st;
+	tp_state_init(&st, g, tp, &g->cost);
+	int *greg;
+	tp_regions(&st, &greg);
+	free(greg);
+	int64_t mem;
+	g->tp_cost = note_plan(&st, &mem);
+	g->tp_memory = mem * (g->cost.train ? 4 : 1);
+	tp_state_free(&st);
 	return true;
 }

@@ -39,7 +39,20 @@ typedef struct {
 	Version *v;
 	int nv, capv;
 	int counter;
+	const Node *at;                 /* the node being rewritten: its collectives
+					 * join its subgraph, stage and If branch */
 } Rw;
+
+static void
+place_like(Graph *g, NodeId n, const Node *at)
+{
+	Node *x = &g->nodes[n];
+	x->group = at->group;
+	x->subgraph = at->subgraph;
+	x->stage = at->stage;
+	x->region = at->region;
+	x->branch = at->branch;
+}
 
 static void
 local_dims(Rw *w, TensorId orig, Layout l, int64_t *d)
@@ -93,6 +106,7 @@ collective(Rw *w, Op op, TensorId src, TensorId orig, Layout attr, Layout l, int
 	char name[512];
 	snprintf(name, sizeof name, "%s/tp.%s", at, ir_op_name(op));
 	NodeId n = ir_add_node(g, op, name, 1, &src, 1, &t);
+	place_like(g, n, w->at);
 	g->nodes[n].group = group;
 	if (op != OP_AllReduce) {
 		ir_set_attr(g, n, "axis", ATTR_INT)->i = attr.axis;
@@ -322,6 +336,7 @@ pass_tp_rewrite(Graph *g, PassCtx *cx)
 	const Layout R = {L_R, 0, 1};
 	for (NodeId n = 0; n < nold; n++) {
 		Node nd = old[n];
+		w.at = &old[n];
 		for (int i = 0; i < nd.nin; i++) {
 			TensorId t = nd.in[i];
 			if (t == IR_NONE)
@@ -363,7 +378,7 @@ pass_tp_rewrite(Graph *g, PassCtx *cx)
 			char name[512];
 			snprintf(name, sizeof name, "%s/tp.bias", nd.name);
 			NodeId add = ir_add_node(g, OP_Add, name, 2, ab, 1, &y);
-			g->nodes[add].group = nd.group;
+			place_like(g, add, &old[n]);
 		} else {
 			push(g, &nd);
 		}

@@ -69,14 +69,45 @@ expect 1 "-cost bad objective" "$TAPC" $gpt -cost=objective=fast -emit=ir
 expect 0 "-cost accepted" "$TAPC" $gpt -mesh 1x2 -cost=flops=1e14,bw_intra=3e11,latency=1e-5,objective=infer -emit=plan
 check "-cost: plan.json shows the constants" has "$tmp/out" '"flops": 1e+14'
 check "-cost: plan.json objective" has "$tmp/out" '"objective": "infer"'
-printf '# a GPU node\nflops = 1e14   # per device\nbw_intra=3e11\n\nbw_inter=2.5e10\n' >"$tmp/cluster.txt"
-expect 0 "-cluster=FILE" "$TAPC" $gpt -mesh 1x2 -cluster="$tmp/cluster.txt" -emit=plan
-check "-cluster: plan.json shows its constants" has "$tmp/out" '"flops": 1e+14, "bw_intra": 3e+11, "bw_inter": 2.5e+10'
-expect 0 "-cost overrides -cluster" "$TAPC" $gpt -mesh 1x2 -cluster="$tmp/cluster.txt" -cost=flops=2e14 -emit=plan
-check "... flops from -cost" has "$tmp/out" '"flops": 2e+14, "bw_intra": 3e+11'
-printf 'flops=1e14\nspeed=3\n' >"$tmp/badcluster.txt"
-expect 1 "-cluster: a bad line" "$TAPC" $gpt -cluster="$tmp/badcluster.txt" -emit=ir
-check "... names the file and line" has "$tmp/err" "badcluster.txt: line 2: 'speed=3'"
+# -cluster=FILE: JSON (docs/planner.md)
+cat >"$tmp/cluster.json" <<'EOF'
+{"latency": 1e-5,
+ "nodes": [
+   {"name": "a100x4", "count": 1, "devices": 4, "flops": 1.56e14, "memory": 4.0e10,
+    "intra_bw": 3.0e11, "inter_bw": 1.25e9},
+   {"name": "k80x1", "count": 2, "devices": 1, "flops": 4.37e12, "memory": 1.2e10,
+    "inter_bw": 7.5e9}]}
+EOF
+expect 0 "-cluster=FILE" "$TAPC" $gpt -cluster="$tmp/cluster.json" -batch=6 -emit=plan
+check "-cluster: six devices, six ranks" has "$tmp/out" '"rank": 5,'
+check "-cluster: plan.json lists the nodes" has "$tmp/out" '"name": "k80x1", "count": 2, "devices": 1'
+check "-cluster: each rank's device" has "$tmp/out" '"device": 5'
+check "-cluster: the search" has "$tmp/out" '"search": {"method": "exhaustive"'
+expect 1 "-cluster and -mesh both" "$TAPC" $gpt -mesh 1x2 -cluster="$tmp/cluster.json" -emit=ir
+check "... message" has "$tmp/err" "give one"
+expect 1 "-cluster with -cost=flops" "$TAPC" $gpt -cluster="$tmp/cluster.json" -cost=flops=1 -emit=ir
+check "... message" has "$tmp/err" "only objective= applies"
+expect 0 "-cluster with -cost=objective=infer" "$TAPC" $gpt -cluster="$tmp/cluster.json" -cost=objective=infer -emit=plan
+# bad files: one line naming the key and the problem
+badcluster() { # NAME JSON WANT
+	printf '%s\n' "$2" >"$tmp/bad.json"
+	expect 1 "-cluster: $1" "$TAPC" $gpt -cluster="$tmp/bad.json" -emit=ir
+	check "... says '$3'" has "$tmp/err" "bad.json: $3"
+	check "... one line" sh -c "[ \$(wc -l < '$tmp/err') = 1 ]"
+}
+badcluster "not JSON" '{"nodes": [' "line 2: "
+badcluster "no nodes" '{"latency": 1e-5}' "nodes: missing"
+badcluster "nodes not an array" '{"nodes": 3}' "nodes: wrong type: expected an array"
+badcluster "no devices" '{"nodes": [{"flops": 1e12, "memory": 1e9}]}' "nodes\[0\].devices: missing"
+badcluster "flops a string" '{"nodes": [{"devices": 1, "flops": "fast", "memory": 1e9}]}' "nodes\[0\].flops: wrong type: expected a number"
+badcluster "memory zero" '{"nodes": [{"devices": 1, "flops": 1e12, "memory": 0}]}' "nodes\[0\].memory: not positive"
+badcluster "negative latency" '{"latency": -1, "nodes": [{"devices": 1, "flops": 1e12, "memory": 1e9}]}' "latency: negative"
+badcluster "a typo" '{"nodes": [{"devices": 1, "flops": 1e12, "memory": 1e9, "fl0ps": 2}]}' "nodes\[0\].fl0ps: unknown key"
+badcluster "devices fractional" '{"nodes": [{"devices": 1.5, "flops": 1e12, "memory": 1e9}]}' "nodes\[0\].devices: wrong type: expected a whole number"
+badcluster "no intra_bw for 2 devices" '{"nodes": [{"devices": 2, "flops": 1e12, "memory": 1e9}]}' "nodes\[0\].intra_bw: missing"
+badcluster "no inter_bw between nodes" '{"nodes": [{"count": 2, "devices": 1, "flops": 1e12, "memory": 1e9}]}' "nodes\[0\].inter_bw: missing"
+badcluster "duplicate key" '{"nodes": [], "nodes": []}' "line 1: duplicate object key"
+badcluster "too many devices" '{"nodes": [{"count": 65536, "devices": 2, "flops": 1e12, "memory": 1e9, "intra_bw": 1, "inter_bw": 1}]}' "nodes: more than 65536 devices"
 expect 1 "-cluster: a missing file" "$TAPC" $gpt -cluster="$tmp/nonexistent" -emit=ir
 expect 1 "-cost=memory too small" "$TAPC" $gpt -mesh 1x2 -cost=memory=1000 -emit=ir
 check "memory: message" has "$tmp/err" "bytes per device"
@@ -112,7 +143,7 @@ cp "$tmp/out" "$tmp/mb.ir"
 expect 0 "... the dump reads back" "$TAPC" "$tmp/mb.ir" -passes=verify -emit=ir -o "$tmp/mb2.ir"
 check "... byte for byte" cmp -s "$tmp/mb.ir" "$tmp/mb2.ir"
 
-# data parallelism and the degree rule
+# data parallelism and the planner's search (docs/planner.md)
 expect 0 "-dp=2 alone is a 1x2 mesh" "$TAPC" $gpt -dp=2 -batch=4 -emit=ir
 check "-dp=2: the header" has "$tmp/out" "mesh=1x2 dp=2 tp=1 pp=1"
 check "-dp=2: a replica's shapes" has "$tmp/out" 'f32\[2,16,128\]'
@@ -122,13 +153,28 @@ expect 1 "-dp -tp -pp must multiply to the mesh" "$TAPC" $gpt -mesh 2x4 -dp=2 -t
 expect 1 "-dp negative" "$TAPC" $gpt -dp=-2 -emit=ir
 expect 1 "no room for the devices" "$TAPC" $mlp -mesh 1x8 -tp=2 -pp=2 -emit=ir
 check "... message" has "$tmp/err" "does not split into 2 data-parallel replicas"
-expect 0 "Megatron's rule on 2x8" "$TAPC" $gpt -mesh 2x8 -batch=4 -emit=plan
-check "... TP inside a row up to the heads" has "$tmp/out" '"dp": 2, "tp": 4, "pp": 2, "microbatches": 2'
-check "... plan.json says which rule" has "$tmp/out" "\"rule\": \"Megatron's rule: tp 4 inside a mesh row of 8"
-check "... 16 ranks" has "$tmp/out" '"rank": 15, "dp": 1, "tp": 3, "stage": 1'
-expect 0 "Megatron's rule on 2x8 at batch 1" "$TAPC" $gpt -mesh 2x8 -emit=plan
-check "... more stages instead of replicas" has "$tmp/out" '"dp": 1, "tp": 4, "pp": 4'
-check "... and says so" has "$tmp/out" "splits into 1 replica only, so the others go to more pipeline stages (pp 4)"
+expect 0 "the search on 2x8" "$TAPC" $gpt -mesh 2x8 -batch=4 -emit=plan
+check "... plan.json says how it chose" has "$tmp/out" "\"rule\": \"mesh-map, exhaustive search of [0-9]* candidates: dp [0-9]*, tp"
+check "... 16 ranks" has "$tmp/out" '"rank": 15, "dp": [0-9]*, "tp": [0-9]*, "stage": [0-9]*, "device": [0-9]*'
+check "... the search record" has "$tmp/out" '"candidates_total": [0-9]*, "candidates_evaluated": [0-9]*'
+check "... Megatron's rule as the baseline" has "$tmp/out" '"megatron": {"dp": '
+check "... the ten best" sh -c "[ \$(grep -c '^      {\"dp\": ' '$tmp/out') = 10 ]"
+expect 0 "-emit=search" "$TAPC" $gpt -mesh 2x8 -batch=4 -emit=search
+check "... a table with the chosen plan first" has "$tmp/out" "^#1 "
+check "... and Megatron's" has "$tmp/out" "^Megatron "
+expect 0 "-search=anneal -seed=7" "$TAPC" $gpt -mesh 2x8 -batch=4 -search=anneal -seed=7 -emit=plan
+check "... annealing" has "$tmp/out" '"method": "simulated annealing"'
+check "... its seed" has "$tmp/out" '"seed": 7'
+cp "$tmp/out" "$tmp/sa1.json"
+"$TAPC" $gpt -mesh 2x8 -batch=4 -search=anneal -seed=7 -emit=plan >"$tmp/sa2.json"
+samesearch='import json, sys
+a, b = (json.load(open(f))["search"] for f in sys.argv[1:3])
+sys.exit(not (a["chosen"] == b["chosen"] and a["top"] == b["top"] and a["candidates_evaluated"] == b["candidates_evaluated"]))'
+check "... the same seed, the same plan" python3 -c "$samesearch" "$tmp/sa1.json" "$tmp/sa2.json"
+expect 1 "-search=magic" "$TAPC" $gpt -search=magic -emit=ir
+check "... message" has "$tmp/err" "expected auto, exhaustive or anneal"
+expect 0 "on 2x8 at batch 1: no replicas" "$TAPC" $gpt -mesh 2x8 -emit=plan
+check "... dp 1" has "$tmp/out" '"degrees": {"dp": 1, '
 expect 0 "-dp=2 -pp=2 -tp=2 on 2x4" "$TAPC" $gpt -mesh 2x4 -dp=2 -pp=2 -tp=2 -batch=4 -o "$tmp/3d"
 for f in stage0.c stage1.c; do
 	check "-emit=c wrote $f" test -f "$tmp/3d/$f"
@@ -139,20 +185,23 @@ check "... stage 0 sends to stage 1" has "$tmp/3d/stage0.c" "taprt_send(cx, &T\[
 check "... stage 1 receives" has "$tmp/3d/stage1.c" "taprt_recv(cx, &T\[[0-9]*\], cx->rank - 2,"
 check "... the program table" has "$tmp/3d/main.c" ".dp = 2,"
 check "... the stage table lists both replicas" has "$tmp/3d/plan.json" '"ranks": \[2, 3, 6, 7\]'
-"$TAPC" $gpt -mesh 2x2 -batch=4 -emit=ir -o "$tmp/staged.ir" 2>/dev/null
+"$TAPC" $gpt -mesh 1x2 -pp=2 -microbatches=4 -batch=4 -emit=ir -o "$tmp/staged.ir" 2>/dev/null
 expect 0 "a staged, micro-batched dump compiles" "$TAPC" "$tmp/staged.ir" -passes=verify -o "$tmp/staged"
 check "... with its degrees" has "$tmp/staged/main.c" ".microbatches = 4,"
 check "... and the whole batch as input" has "$tmp/staged/main.c" '"idx", 7, 2, {4, 16}'
-"$TAPC" $gpt -pp=2 -stop-after=pipe-shard -emit=ir -o "$tmp/unstaged.ir" 2>/dev/null
+"$TAPC" $gpt -pp=2 -stop-after=mesh-map -emit=ir -o "$tmp/unstaged.ir" 2>/dev/null
 expect 1 "a dump without stages does not compile" "$TAPC" "$tmp/unstaged.ir" -passes=verify -o "$tmp/unstaged"
 check "... message" has "$tmp/err" "run stage-assign"
 check "... one line" sh -c "[ \$(wc -l < '$tmp/err') = 1 ]"
 check "... nothing written" sh -c "[ ! -e '$tmp/unstaged' ]"
-expect 0 "-emit=schedule" "$TAPC" $gpt -mesh 1x4 -pp=4 -batch=8 -emit=schedule -o "$tmp/s.svg"
+expect 0 "-emit=schedule" "$TAPC" $gpt -mesh 1x4 -pp=4 -batch=8 -microbatches=8 -emit=schedule -o "$tmp/s.svg"
 check "-emit=schedule: an SVG" sh -c "head -c 5 '$tmp/s.svg' | grep -q '<svg '"
-check "-emit=schedule: a box per micro-batch forward and backward" \
-    sh -c "[ \$(grep -c '<rect ' '$tmp/s.svg') = 64 ]"
-expect 1 "-emit=schedule needs a pipeline" "$TAPC" $gpt -emit=schedule
+check "-emit=schedule: a box per device and per micro-batch forward and backward" \
+    sh -c "[ \$(grep -c '<rect ' '$tmp/s.svg') = 68 ]"
+check "-emit=schedule: the placement" has "$tmp/s.svg" "device 3: rank 3, replica 0, stage 3, tp 0"
+check "-emit=schedule: well-formed XML" python3 -c "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])" "$tmp/s.svg"
+expect 0 "-emit=schedule without a pipeline: the placement" "$TAPC" $gpt -mesh 2x2 -tp=4 -emit=schedule
+check "... four devices" sh -c "[ \$(grep -c '<rect ' '$tmp/out') = 4 ]"
 expect 1 "more stages than subgraphs" "$TAPC" $mlp -pp=8 -batch=8 -emit=ir
 check "... message" has "$tmp/err" "cuts into only"
 

@@ -2,13 +2,13 @@
 # e2e.sh - every fixture compiled, built and checked against its reference.
 #
 # For each test/e2e/NAME and each mesh of MESHES (default 1x1 1x2 1x4 2x2
-# 2x4 2x8), with the degrees tapc chooses (Megatron's rule: tensor
-# parallelism inside a mesh row, pipeline stages across rows, data
-# parallelism for the rest): `tapc model.onnx -mesh M -o OUT`, `make -C
-# OUT`, `OUT/model --check test_data_set_0` (batch 1, the default) and,
-# recompiled with -batch=4, `--check test_data_set_1`, at rtol 1e-4 / atol
-# 1e-5.  Then pipelines forced where the rule would pick tensor
-# parallelism: -pp=2 on 1x2 and -pp=4 on 1x4 (or as many stages as the
+# 2x4 2x8), with the plan tapc chooses (mesh-map's search: at batch 1
+# tensor and pipeline parallelism, at batch 4 replicas too): `tapc
+# model.onnx -mesh M -o OUT`, `make -C OUT`, `OUT/model --check
+# test_data_set_0` (batch 1, the default) and, recompiled with -batch=4,
+# `--check test_data_set_1`, at rtol 1e-4 / atol 1e-5.  Then pipelines
+# forced where the search picks other degrees:
+# -pp=2 on 1x2 and -pp=4 on 1x4 (or as many stages as the
 # model has subgraphs, when fewer: 1xN -pp=N), both batches; and the 3D
 # plan -dp=2 -pp=2 -tp=2 on 2x4 at batch 4 (two replicas of two micro-
 # batches).  The references come from torch (test/e2e/gen_fixtures.py),

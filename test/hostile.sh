@@ -142,8 +142,12 @@ else
 	fail "divmod: tapc: $(head -1 "$tmp/err")"
 fi
 
-# an arena whose size would overflow: refused, nothing written
+# an arena whose size would overflow: refused by the planner's memory
+# limit, and, with a limit past it, by the emitter; nothing written
 "$TAPC" arena/model.onnx -o arenaprog 2>"$tmp/err"
+check "an activation arena over any device's memory: refused" test $? = 1
+check "... saying so" grep -q "no plan fits in memory" "$tmp/err"
+"$TAPC" arena/model.onnx -cost=memory=1e30 -o arenaprog 2>"$tmp/err"
 check "an activation arena over 2^56 bytes: refused" test $? = 1
 check "... saying so" grep -q "stage 0: a rank's activations need more than 2^56 bytes" "$tmp/err"
 check "... and nothing is written" sh -c "! ls -d arenaprog arenaprog.tmp* 2>/dev/null"

@@ -65,8 +65,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	Graph *g = onnx_load(model, &o);
 	if (!g)
 		return 0;
-	PassCtx cx = {.min_duplicate = 2, .mesh = {1, devices, 1, devices, 1}};
-	g->mesh = cx.mesh;
+	PassCtx cx = {.min_duplicate = 2, .tp = devices};
+	ir_cluster_mesh(&g->cluster, 1, devices, &g->cost);
+	g->mesh.rows = 1;
+	g->mesh.cols = devices;
 	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "",
 		.ir_dump_dir = "", .print_stream = null};
 	char out[128], dep[160], cmd[1024];

@@ -272,6 +272,103 @@ dp_matches_brute_force(void)
 	CU_ASSERT(pipe_balance(a, 2, 0, cut) < 0);
 }
 
+/* The objective of a heterogeneous cut, computed here from the problem's
+ * arrays: < 0 when a stage is over its memory. */
+typedef struct {
+	const PipeProblem *p;
+	double best;
+	int nfeasible;
+} Hetero;
+
+static double
+hetero_objective(const PipeProblem *p, const int *cut)
+{
+	double mx = 0, sum = 0;
+	for (int j = 0; j < p->k; j++) {
+		double t = 0, m = 0;
+		for (int i = cut[j]; i < cut[j + 1]; i++) {
+			for (int c = 0; c < p->ncomp; c++)
+				t += p->coef[j * p->ncomp + c] * p->item[i * p->ncomp + c];
+			for (int c = 0; c < p->nmem; c++)
+				m += p->mem_coef[j * p->nmem + c] * p->mem_item[i * p->nmem + c];
+		}
+		if (p->nmem && m > p->mem_cap[j])
+			return -1;
+		mx = t > mx ? t : mx;
+		sum += t;
+		if (j > 0 && p->cut)
+			sum += p->cut[(cut[j] - 1) * (p->k - 1) + (j - 1)];
+	}
+	return (p->micro - 1) * mx + sum;
+}
+
+static void
+brute_hetero(const int *cut, void *arg)
+{
+	Hetero *x = arg;
+	double v = hetero_objective(x->p, cut);
+	if (v >= 0) {
+		x->nfeasible++;
+		if (x->best < 0 || v < x->best)
+			x->best = v;
+	}
+}
+
+/* pipe_dp_stages: stages with their own speeds, links and memory reach the
+ * brute-force optimum, or report that nothing fits */
+static void
+dp_stages_brute_force(void)
+{
+	int infeasible = 0, limited = 0;
+	for (int trial = 0; trial < 600; trial++) {
+		int n = 1 + trial % 8, k = 1 + (trial / 8) % 4;
+		if (k > n)
+			continue;
+		double item[8 * 3], coef[4 * 3], cutc[8 * 3], mi[8 * 2], mc[4 * 2], cap[4];
+		for (int i = 0; i < n * 3; i++)
+			item[i] = rnd() * (i % 3 == 2 ? 3 : 1);
+		for (int j = 0; j < k * 3; j++)
+			coef[j] = 0.2 + rnd() * (trial % 4 ? 2 : 0.1);
+		for (int i = 0; i < n * 3; i++)
+			cutc[i] = rnd() * 0.3;
+		for (int i = 0; i < n * 2; i++)
+			mi[i] = rnd();
+		for (int j = 0; j < k; j++) {
+			mc[j * 2] = 4;
+			mc[j * 2 + 1] = k - j;
+			cap[j] = 1 + rnd() * 10 * n / k;
+		}
+		PipeProblem p = {.n = n, .k = k, .micro = 1 + trial % 6, .ncomp = 3, .item = item,
+			.coef = coef, .cut = trial % 2 ? cutc : NULL, .nmem = trial % 3 ? 2 : 0,
+			.mem_item = mi, .mem_coef = mc, .mem_cap = cap};
+		Hetero x = {.p = &p, .best = -1};
+		int cut[10] = {0}, got[10];
+		if (k == 1) {
+			cut[1] = n;
+			brute_hetero(cut, &x);
+		} else {
+			each_partition(n, k, cut, 1, brute_hetero, &x);
+		}
+		double v = pipe_dp_stages(&p, got);
+		if (x.best < 0) {
+			CU_ASSERT(v < 0);
+			infeasible++;
+			continue;
+		}
+		limited += p.nmem > 0;
+		CU_ASSERT_DOUBLE_EQUAL(v, x.best, 1e-9);
+		CU_ASSERT_TRUE(valid_cut(got, n, k));
+		CU_ASSERT_DOUBLE_EQUAL(hetero_objective(&p, got), v, 1e-9);
+		for (int j = 0; j < k; j++) /* the time of a stage, as the problem says */
+			CU_ASSERT_DOUBLE_EQUAL(pipe_stage_time(&p, j, got[j], got[j + 1]),
+			    hetero_objective(&(PipeProblem){.n = got[j + 1] - got[j], .k = 1, .micro = 1,
+				.ncomp = 3, .item = item + got[j] * 3, .coef = coef + j * 3}, (int[]){0,
+				got[j + 1] - got[j]}), 1e-12);
+	}
+	CU_ASSERT(infeasible > 40);     /* the memory limits bite, */
+	CU_ASSERT(limited > 150);       /* and often leave a partition */
+}
+
 /* AutoPipe's heuristic: a valid partition, its reported time is the
  * simulator's, never worse than Algorithm 1's, never better than the best */
 static void
@@ -429,8 +526,10 @@ stage_assign_gpt(void)
 	for (int k = 2; k <= 3; k++) {
 		Graph *g = fixture_graph("gpt");
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-		PassCtx cx = {.microbatches = 4};
-		cx.mesh = (Mesh){.rows = 1, .cols = k, .tp = 1, .pp = k};
+		PassCtx cx = {0};
+		ir_cluster_mesh(&g->cluster, 1, k, &g->cost);
+		g->mesh = (Mesh){.rows = 1, .cols = k, .dp = 1, .tp = 1, .pp = k};
+		g->microbatches = 4;
 		CU_ASSERT_TRUE_FATAL(pass_pipe_shard(g, &cx));
 		CU_ASSERT_TRUE_FATAL(pass_stage_assign(g, &cx));
 		CU_ASSERT_EQUAL(g->nstages, k);
@@ -462,8 +561,10 @@ stage_assign_gpt(void)
 	}
 	/* more stages than subgraphs is an error, not a crash */
 	Graph *g = fixture_graph("mlp");
-	PassCtx cx = {.microbatches = 1};
-	cx.mesh = (Mesh){.rows = 1, .cols = 8, .tp = 1, .pp = 8};
+	PassCtx cx = {0};
+	ir_cluster_mesh(&g->cluster, 1, 8, &g->cost);
+	g->mesh = (Mesh){.rows = 1, .cols = 8, .dp = 1, .tp = 1, .pp = 8};
+	g->microbatches = 1;
 	CU_ASSERT_TRUE_FATAL(pass_pipe_shard(g, &cx));
 	quiet_diags();
 	CU_ASSERT_FALSE(pass_stage_assign(g, &cx));
@@ -479,6 +580,7 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, sim_1f1b_unbalanced);
 	ADD(s, svg_chart);
 	ADD(s, dp_matches_brute_force);
+	ADD(s, dp_stages_brute_force);
 	ADD(s, autopipe_heuristic);
 	ADD(s, shard_fixtures);
 	ADD(s, shard_same_input_twice);

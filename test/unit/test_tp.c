@@ -12,11 +12,13 @@
 #include "passes/tp.h"
 #include "test/unit/util.h"
 
+/* A graph on one node of tp devices, planned as one TP group. */
 static PassCtx
-ctx(int tp)
+ctx(Graph *g, int tp)
 {
 	PassCtx cx = {.min_duplicate = 2};
-	cx.mesh = (Mesh){.rows = 1, .cols = tp, .tp = tp};
+	ir_cluster_mesh(&g->cluster, 1, tp, &g->cost);
+	g->mesh = (Mesh){.rows = 1, .cols = tp, .dp = 1, .tp = tp, .pp = 1};
 	return cx;
 }
 
@@ -62,7 +64,7 @@ bert_brute_force(int tp)
 {
 	Graph *g = fixture_graph("bert");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	PassCtx cx = ctx(tp);
+	PassCtx cx = ctx(g, tp);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
 	CU_ASSERT_EQUAL_FATAL(g->ntpsearch, 2);
 	CU_ASSERT_EQUAL(g->tpsearch[0].choices, 6);
@@ -127,7 +129,7 @@ tp_gpt_rewrite(void)
 	for (int tp = 2; tp <= 4; tp += 2) {
 		Graph *g = fixture_graph("gpt");
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-		PassCtx cx = ctx(tp);
+		PassCtx cx = ctx(g, tp);
 		CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
 		NodeId qkv = node_named(g, "/h.0/attn/c_attn/MatMul");
 		CU_ASSERT_EQUAL(g->nodes[qkv].tp_axis, 1);
@@ -182,7 +184,7 @@ tp_layernorm_over_split(void)
 {
 	Graph *g = fixture_graph("gpt");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	PassCtx cx = ctx(2);
+	PassCtx cx = ctx(g, 2);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
 	for (int l = 0; l < 2; l++) {
 		char name[64];
@@ -204,7 +206,7 @@ tp_tied_embedding(void)
 {
 	Graph *g = fixture_graph("tied");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	PassCtx cx = ctx(2);
+	PassCtx cx = ctx(g, 2);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
 	NodeId gather = node_named(g, "/wte/Gather"), head = node_named(g, "/Gemm");
 	CU_ASSERT_FATAL(gather != IR_NONE && head != IR_NONE);
@@ -234,7 +236,7 @@ tp_indivisible(void)
 {
 	Graph *g = fixture_graph("mlp"); /* fc3 is 64 -> 10 */
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
-	PassCtx cx = ctx(4);
+	PassCtx cx = ctx(g, 4);
 	CU_ASSERT_TRUE_FATAL(pass_tp_plan(g, &cx));
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
