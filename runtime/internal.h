@@ -88,6 +88,12 @@ typedef struct {
 int taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen);
 /* path must be a regular file of at most max_bytes (taprt_pb_max_bytes). */
 int taprt_pb_read(const char *path, int64_t max_bytes, taprt_pb *t, char *err, size_t errlen);
+/* Elements [first, first + n) of path's tensor into dst (room for n of
+ * shape's dtype), if the file's dtype and dims are shape's; t gets the
+ * file's header (no data).  0; 1 when the shape differs (nothing copied);
+ * -1 with err. */
+int taprt_pb_read_part(const char *path, int64_t max_bytes, const taprt_pb *shape, int64_t first,
+    int64_t n, void *dst, taprt_pb *t, char *err, size_t errlen);
 /* The largest TensorProto file a tensor of numel elements can be: ten bytes
  * per element (a varint), plus room for the name and dims. */
 static inline int64_t
@@ -108,6 +114,11 @@ taprt_comm *taprt_threads_world(int nranks);                /* NULL on bad nrank
 taprt_comm *taprt_threads_rank(taprt_comm *world, int rank); /* cx->comm for rank */
 void taprt_threads_abort(taprt_comm *world);                 /* wake blocked ranks; later calls fail */
 void taprt_threads_free(taprt_comm *world);                  /* after every rank thread is joined */
+
+/* acc = acc op x over n elements of dtype, the backends' reductions
+ * (reduce.c); NULL unless dtype is f32, f64, i32 or i64 and op a TAPRT_SUM.. */
+typedef void taprt_reducer(void *acc, const void *x, int64_t n);
+taprt_reducer *taprt_reducer_for(int dtype, int op);
 
 /* A buffer of at least `bytes`, 64-byte aligned, private to the calling
  * thread and valid until its next call (scratch.c); NULL if out of memory. */
