@@ -108,6 +108,9 @@ int taprt_pb_write(const char *path, const char *name, int dtype, int rank,
 int taprt_map_files(const taprt_program *p, const char *model_dir, char *err, size_t errlen);
 void taprt_unmap_files(void);
 
+/* The mpi backend (comm_mpi.c), in the table when configure found MPI. */
+extern const taprt_backend taprt_mpi_backend;
+
 /* The threads backend's shared state (comm_threads.c): one world per
  * process, one handle per rank thread. */
 taprt_comm *taprt_threads_world(int nranks);                /* NULL on bad nranks / no memory */
