@@ -2,27 +2,30 @@
 # mpi.sh - the mpi backend: every e2e fixture as a job of processes under mpirun.
 #
 # Needs a runtime built with MPI (TAPRT_MPI=yes from make check; else the
-# test is skipped, status 77) and Open MPI's mpirun (MPIRUN).  For each
-# test/e2e/NAME and each plan of PLANS (default: 1x2 -tp=2 at batch 1,
-# 1x2 -pp=2 at batch 4 (micro-batches), 2x2 and 2x4 with the degrees tapc
-# picks at batches 1 and 4, and 2x4 -dp=2 -pp=2 -tp=2 at batch 4; PLANS=""
-# runs only the rest), the
+# test is skipped, status 77) and Open MPI's mpirun (MPIRUN).
+#
+# First test/mpi_comm checks the backend's collectives (every dtype, every
+# kind of group, bit for bit against a reduction in group order) and its
+# transfers (message order per tag).  Then, for each test/e2e/NAME and each
+# plan of PLANS (default: 1x2 -tp=2 at batch 1, 1x2 -pp=2 at batch 4 with
+# micro-batches, 2x2 and 2x4 with the degrees tapc picks at batches 1 and
+# 4, and 2x4 -dp=2 -pp=2 -tp=2 at batch 4; PLANS="" skips them), the
 # program is built once and run twice:
 #   mpirun -np N model --backend=mpi --check test_data_set_S --outputs RES
-# must pass the reference check (rtol 1e-4, atol 1e-5, as e2e.sh) with
-# one line per output (only rank 0 prints), and the threads backend's run
-# of the same build must give the same outputs within 1e-6 (the program's
-# own --check on SET's inputs with MPI's outputs as references, --rtol 0
+# must pass the reference check (rtol 1e-4, atol 1e-5, as e2e.sh) with one
+# line per output (only rank 0 prints), and the threads backend's run of
+# the same build must give the same outputs within 1e-6 (the program's own
+# --check on SET's inputs with MPI's outputs as the references, --rtol 0
 # --atol 1e-6; the backends reduce alike, so they agree to the bit).
 # Then the failures, each of which must end the whole job with a non-zero
 # status and a line naming the rank and the cause within 10 seconds: a
 # world of the wrong size (one line, from rank 0, naming both numbers), an
 # input file missing, a kernel error on the ranks of one stage (a token id
 # out of range), and a rank killed with SIGKILL in the middle of a run.
-# Last: --backend=nccl is refused through the same table, and --help
-# names mpi.  Under AddressSanitizer, LSAN_OPTIONS points at
-# test/lsan-mpi.supp: Open MPI leaks by design (its own allocations are
-# left for exit); the suppressions name only Open MPI's libraries.
+# Last: --backend=nccl is refused through the same table, and --help names
+# mpi.  Under AddressSanitizer, LSAN_OPTIONS points at test/lsan-mpi.supp:
+# Open MPI leaves its own allocations for exit to free; the suppressions
+# name only Open MPI's libraries, never ours.
 . "$srcdir/test/lib.sh"
 cd "$srcdir"
 if [ "${TAPRT_MPI:-no}" != yes ] || [ -z "${MPIRUN:-}" ]; then
@@ -33,7 +36,11 @@ fi
 # Debian's Open MPI; CI runs as root.  Shared memory only: one machine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
+# Under ASan: the slow unwinder, so that a leak's stack reaches the Open MPI
+# library that made it even through frames without frame pointers and
+# plugins unloaded at MPI_Finalize, and the suppressions can name it
 export LSAN_OPTIONS="suppressions=$srcdir/test/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 mpirun() { # NP ARGS...: a job that cannot hang the test suite
 	_np=$1; shift
 	timeout 120 "$MPIRUN" --oversubscribe -np "$_np" "$@"
@@ -43,6 +50,14 @@ now() { date +%s.%N; }
 # since START: the seconds since then; within START LIMIT: at most LIMIT
 since() { awk -v s="$1" -v e="$(now)" 'BEGIN { printf "%.1f s", e - s }'; }
 within() { awk -v s="$1" -v e="$2" -v l="$3" 'BEGIN { exit !(e - s <= l) }'; }
+
+# ------------------------------------------ the collectives and transfers
+# test/mpi_comm (built beside tapc) prints its failures and a summary
+if mpirun 4 "$(dirname "$TAPC")/test/mpi_comm" >"$tmp/log" 2>&1; then
+	pass "collectives and transfers ($(grep -E '^[0-9]+ passed' "$tmp/log"))"
+else
+	fail "collectives and transfers"; head -40 "$tmp/log"
+fi
 
 # --------------------------------------------------------- every fixture
 for m in test/e2e/*/model.onnx; do
