@@ -20,7 +20,7 @@ static const struct {
 #ifdef TAPRT_HAVE_MPI
 	{"mpi", &taprt_mpi_backend, NULL},
 #else
-	{"mpi", NULL, "configure found no MPI; install libopenmpi-dev and rebuild"},
+	{"mpi", NULL, "it was configured without MPI: install libopenmpi-dev and configure again"},
 #endif
 	{"nccl", NULL, "the NCCL backend is not written yet"},
 };
