@@ -580,6 +580,17 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	}
 	m.spread = m.count < m.l.nranks;
 	bool root = m.first == 0;       /* this process reports the results */
+	/* an MPI launcher started several copies, each running every rank:
+	 * the likely mistake is a forgotten --backend=mpi */
+	const char *wsize = getenv("OMPI_COMM_WORLD_SIZE"), *wrank = getenv("OMPI_COMM_WORLD_RANK");
+	if (!wsize) {
+		wsize = getenv("PMI_SIZE");
+		wrank = getenv("PMI_RANK");
+	}
+	if (!m.spread && wsize && atoi(wsize) > 1 && (!wrank || atoi(wrank) == 0))
+		fprintf(stderr, "%s: warning: %s processes were started together, and each runs all %d "
+		    "ranks with the %s backend (add --backend=mpi for a process per rank)\n", argv[0],
+		    wsize, m.l.nranks, m.be->name);
 
 	const char *f0;
 	char *dir = model_dir(p, &o, &f0);
