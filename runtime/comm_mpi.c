@@ -47,10 +47,13 @@
  * blocking calls would spin.  TAPRT_COMM_SPIN sets the polls before the
  * first sleep (0: sleep at once), as for the threads backend.  A wait has
  * no time limit: when a peer dies the launcher ends the job, or an MPI call
- * fails and the failure ends it (abort: MPI_Abort on the world).
+ * fails and the failure ends it (abort: MPI_Abort on the world).  Set-up
+ * alone has a watchdog (below): Open MPI can spin forever there.
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -547,6 +550,77 @@ mpi_recv(taprt_comm *c, void *buf, int64_t bytes, int peer, int tag)
 
 /* ------------------------------------------------------------- the world */
 
+/*
+ * A watchdog over set-up.  Creating the communicators is the first time
+ * the processes talk; when some cannot reach others (a transport left out,
+ * a firewall), Open MPI 4.1 says so and then spins forever inside
+ * MPI_Comm_dup, whatever the error handler.  If set-up has not finished
+ * after TAPRT_MPI_SETUP_TIMEOUT seconds (default 60; 0: no watchdog), the
+ * watchdog says so and ends the job from its own thread: MPI_Abort is the
+ * only way out, and the thread that would call it is the one stuck.
+ */
+typedef struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int rank;
+	long secs;
+	pthread_t th;
+} Watchdog;
+
+static void *
+watchdog_main(void *arg)
+{
+	Watchdog *w = arg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += w->secs;
+	pthread_mutex_lock(&w->mu);
+	int rc = 0;
+	while (!w->done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&w->cv, &w->mu, &until);
+	bool fire = !w->done;
+	pthread_mutex_unlock(&w->mu);
+	if (fire) {
+		fprintf(stderr, "%s: rank %d: MPI set-up did not finish in %ld s: can every process "
+		    "reach every other one? (TAPRT_MPI_SETUP_TIMEOUT sets the limit)\n",
+		    program_invocation_name, w->rank, w->secs);
+		fflush(stderr);
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	return NULL;
+}
+
+static bool
+watchdog_start(Watchdog *w, int rank)
+{
+	const char *env = getenv("TAPRT_MPI_SETUP_TIMEOUT");
+	*w = (Watchdog){.rank = rank, .secs = env ? atol(env) : 60};
+	if (w->secs <= 0)
+		return false;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	if (pthread_create(&w->th, NULL, watchdog_main, w) != 0) {
+		w->secs = 0;
+		return false;
+	}
+	return true;
+}
+
+static void
+watchdog_stop(Watchdog *w)
+{
+	if (w->secs <= 0)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+}
+
 static void
 free_comm(taprt_comm *c)
 {
@@ -604,7 +678,6 @@ mpi_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char
 	}
 	if (inited)
 		MPI_Query_thread(&provided);
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	int how = FAIL_ME;
@@ -641,16 +714,36 @@ mpi_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char
 	c->rank = rank;
 	int rc, flag = 0, *ub = NULL;
 	MPI_Comm node = MPI_COMM_NULL;
-	if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->world)) ||
-	    (rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->ctl)) ||
-	    (rc = split(c, TAPRT_GROUP_TP, &c->tp)) || (rc = split(c, TAPRT_GROUP_DP, &c->dp)) ||
-	    (rc = split(c, TAPRT_GROUP_PIPE, &c->pipe)) ||
-	    (rc = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag)) ||
-	    (rc = MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node))) {
+	Watchdog dog;
+	watchdog_start(&dog, rank);
+	rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->world);
+	if (!rc)
+		rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->ctl);
+	if (!rc)
+		rc = split(c, TAPRT_GROUP_TP, &c->tp);
+	if (!rc)
+		rc = split(c, TAPRT_GROUP_DP, &c->dp);
+	if (!rc)
+		rc = split(c, TAPRT_GROUP_PIPE, &c->pipe);
+	if (!rc)
+		rc = MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+	if (!rc)
+		rc = MPI_Comm_split_type(c->world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+	watchdog_stop(&dog);
+	if (rc) {
 		snprintf(err, errlen, "mpi: rank %d: setting up the communicators failed: %s", rank,
 		    mpi_strerror(rc));
 		goto fail;
 	}
+	/* Set-up ran with MPI's default handler, which ends the job on an
+	 * error: a world whose processes cannot reach each other fails in
+	 * the first collective, and Open MPI 4.1 then spins forever in
+	 * MPI_Comm_dup if told to return errors.  From here on errors come
+	 * back to the caller, who reports the rank and the cause. */
+	MPI_Comm *comms[] = {&c->world, &c->ctl, &c->tp.comm, &c->dp.comm, &c->pipe.comm};
+	for (int i = 0; i < 5; i++)
+		MPI_Comm_set_errhandler(*comms[i], MPI_ERRORS_RETURN);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	c->tag_ub = flag && ub ? *ub : 32767; /* the least MPI promises */
 	int local = 1;
 	MPI_Comm_size(node, &local);
