@@ -35,7 +35,7 @@ if "$TAPC" test/e2e/gpt/model.onnx -mesh 1x2 -tp=2 -o "$out" 2>"$tmp/err" &&
 	if "$out/model" --help | grep -q "built into this runtime: .*mpi" &&
 	    command -v mpirun >/dev/null 2>&1; then
 		check "gpt -tp=2 under mpirun against the installed runtime" \
-		    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
 		    mpirun --oversubscribe -np 2 "$out/model" --backend=mpi --check test/e2e/gpt/test_data_set_0
 	else
 		echo "SKIP: the installed runtime has no mpi backend, or there is no mpirun"

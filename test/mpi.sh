@@ -35,6 +35,9 @@ if [ "${TAPRT_MPI:-no}" != yes ] || [ -z "${MPIRUN:-}" ]; then
 fi
 # Debian's Open MPI; CI runs as root.  Shared memory only: one machine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# no cross-memory attach between processes: containers often forbid it
+# (process_vm_readv needs ptrace rights), and Open MPI then fails transfers
+export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
 export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
 # Under ASan: the slow unwinder, so that a leak's stack reaches the Open MPI
 # library that made it even through frames without frame pointers and
