@@ -4,7 +4,8 @@
  *
  * Needs MPI-3 (non-blocking collectives, MPI_Comm_create_group) at level
  * MPI_THREAD_FUNNELED: only the thread that called taprt_main calls MPI
- * (OpenBLAS's threads never do), so nothing more is asked of the library.
+ * (OpenBLAS's threads never do), so nothing more is asked of the library;
+ * the one exception is the set-up watchdog's MPI_Abort, a last resort.
  *
  * Communicators.  init splits the world once per group the program talks
  * in (MPI_Comm_split, the group order as the key, so that a
@@ -14,9 +15,10 @@
  * pipe serves every pair of its stages, neighbours or not.  A collective
  * on another group (the tests use some) creates its communicator on first
  * use (MPI_Comm_create_group, collective over that group only) and keeps
- * it.  All of them return errors (MPI_ERRORS_RETURN) instead of aborting
- * inside MPI, so a failure comes back to the kernel that called, with
- * MPI's message, and taprt_main reports the rank and ends the job.
+ * it.  Once set up, all of them return errors (MPI_ERRORS_RETURN) instead
+ * of aborting inside MPI, so a failure comes back to the kernel that
+ * called, with MPI's message, and taprt_main reports the rank and ends the
+ * job.
  *
  * Reductions use MPI to move data and the runtime's arithmetic: an
  * all-reduce is an all-to-all of chunks (member i gets chunk i of every
