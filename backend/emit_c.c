@@ -427,8 +427,9 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 
 	fputs("static int\nrun(taprt_ctx *cx)\n{\n", f);
 	fputs("\tfor (int m = 0; m < MICROBATCHES; m++) {\n", f);
-	fputs("\t\t/* this replica's m-th micro-batch: rows k*b .. k*b+b-1 of the batch */\n", f);
-	fputs("\t\tint64_t k = (int64_t)cx->dp_rank * MICROBATCHES + m;\n\t\t(void)k;\n", f);
+	fputs("\t\t/* micro-batch m: rows m*b .. m*b+b-1 of the replica's, which\n"
+	    "\t\t * cx->inputs and cx->outputs point at */\n", f);
+	fputs("\t\tint64_t k = m;\n\t\t(void)k;\n", f);
 	for (int i = 0; i < g->ninputs; i++) /* a scalar input (a flag) is every micro-batch's */
 		if (use[g->inputs[i]])
 			fprintf(f, "\t\tT[%d].data = (char *)cx->inputs[%d] + k * %lld;\n",
@@ -471,7 +472,17 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 			    (long long)ir_nbytes(&g->tensors[t]));
 	}
 	fputs("\t\tif (cx->error[0])\n\t\t\treturn -1;\n\t}\n\treturn 0;\n}\n\n", f);
-	fprintf(f, "const taprt_rank_program RANK_PROGRAM = {init, run, %lld, %lld, %d, W};\n",
+	/* what the stage reads and computes: with a process per rank, what
+	 * each process loads and sends to rank 0 */
+	fprintf(f, "static const bool READS[%d] = {", g->ninputs ? g->ninputs : 1);
+	for (int i = 0; i < g->ninputs; i++)
+		fprintf(f, "%s%d", i ? ", " : "", use[g->inputs[i]] ? 1 : 0);
+	fprintf(f, "%s};\nstatic const bool WRITES[%d] = {", g->ninputs ? "" : "0",
+	    g->noutputs ? g->noutputs : 1);
+	for (int i = 0; i < g->noutputs; i++)
+		fprintf(f, "%s%d", i ? ", " : "", emit_tensor_stage(g, g->outputs[i]) == stage ? 1 : 0);
+	fprintf(f, "%s};\n", g->noutputs ? "" : "0");
+	fprintf(f, "const taprt_rank_program RANK_PROGRAM = {init, run, %lld, %lld, %d, W, READS, WRITES};\n",
 	    (long long)mp->arena_bytes, (long long)mp->weight_bytes, nweights);
 	free(bound);
 	free(byn);

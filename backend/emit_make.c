@@ -2,8 +2,10 @@
  * emit_make.c - the program's main.c, its Makefile, and -MD dependency files.
  *
  * The Makefile needs no variables set: when tapc runs from its build tree
- * it points at that tree's runtime (headers and static libtaprt); an
- * installed tapc points pkg-config at the prefix it was installed to.
+ * it points at that tree's runtime (headers and static libtaprt, plus the
+ * libraries it needs: OpenBLAS, and MPI when the runtime has the mpi
+ * backend); an installed tapc points pkg-config at the prefix it was
+ * installed to, whose taprt.pc names them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -131,8 +133,8 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir)
 	if (in_build_tree(o->tapc_exe)) {
 		fputs("# the runtime of the build tree tapc ran from\n", f);
 		fprintf(f, "TAPRT_CFLAGS = -I%s/runtime %s\n", TAPC_SRCDIR, TAPC_SAN_FLAGS);
-		fprintf(f, "TAPRT_LIBS = %s/runtime/.libs/libtaprt.a %s -lpthread -lm %s\n", TAPC_BUILDDIR,
-		    TAPC_OPENBLAS_LIBS, TAPC_SAN_FLAGS);
+		fprintf(f, "TAPRT_LIBS = %s/runtime/.libs/libtaprt.a %s %s -lpthread -lm %s\n", TAPC_BUILDDIR,
+		    TAPC_OPENBLAS_LIBS, TAPC_MPI_LIBS, TAPC_SAN_FLAGS);
 	} else {
 		fputs("# the runtime installed beside this tapc\n", f);
 		/* make before 4.4 does not export variables to $(shell) */

@@ -2,7 +2,8 @@
  * comm_threads.c - the in-process communication backend: ranks are threads
  * of one process, so collectives read each other's buffers directly.
  *
- * Needs: pthreads and C11 atomics.  For taprt_main (declared in internal.h):
+ * Needs: pthreads and C11 atomics.  The table's init, rank, abort and
+ * finalize are these (declared in internal.h for the unit tests):
  *
  *     taprt_comm *taprt_threads_world(int nranks);
  *         shared state for nranks ranks; NULL on bad nranks or no memory
@@ -382,82 +383,12 @@ barrier(World *w, Slot *s)
 	return atomic_load(&w->aborted) ? ERR_CANCELED : 0;
 }
 
-/* ------------------------------------------------------------- reduction */
-
-typedef void Reducer(void *acc, const void *x, int64_t n);
-
-/*
- * acc = acc op x elementwise, per dtype.  Integer SUM/PROD compute in the
- * unsigned type U so overflow wraps instead of being undefined; MAX/MIN
- * propagate NaN (ISNAN is 0 for integers).
- */
-#define REDUCERS(T, U, NAME, ISNAN)                                          \
-	static void                                                          \
-	NAME##_sum(void *acc, const void *x, int64_t n)                      \
-	{                                                                    \
-		T *restrict a = acc;                                         \
-		const T *restrict b = x;                                     \
-		for (int64_t i = 0; i < n; i++)                              \
-			a[i] = (T)((U)a[i] + (U)b[i]);                       \
-	}                                                                    \
-	static void                                                          \
-	NAME##_prod(void *acc, const void *x, int64_t n)                     \
-	{                                                                    \
-		T *restrict a = acc;                                         \
-		const T *restrict b = x;                                     \
-		for (int64_t i = 0; i < n; i++)                              \
-			a[i] = (T)((U)a[i] * (U)b[i]);                       \
-	}                                                                    \
-	static void                                                          \
-	NAME##_max(void *acc, const void *x, int64_t n)                      \
-	{                                                                    \
-		T *restrict a = acc;                                         \
-		const T *restrict b = x;                                     \
-		for (int64_t i = 0; i < n; i++)                              \
-			a[i] = b[i] > a[i] || ISNAN(b[i]) ? b[i] : a[i];     \
-	}                                                                    \
-	static void                                                          \
-	NAME##_min(void *acc, const void *x, int64_t n)                      \
-	{                                                                    \
-		T *restrict a = acc;                                         \
-		const T *restrict b = x;                                     \
-		for (int64_t i = 0; i < n; i++)                              \
-			a[i] = b[i] < a[i] || ISNAN(b[i]) ? b[i] : a[i];     \
-	}
-
-#define FNAN(v) ((v) != (v))
-#define INAN(v) 0
-REDUCERS(float, float, f32, FNAN)
-REDUCERS(double, double, f64, FNAN)
-REDUCERS(int32_t, uint32_t, i32, INAN)
-REDUCERS(int64_t, uint64_t, i64, INAN)
-
-/* The reducer for (dtype, op), NULL if unsupported. */
-static Reducer *
-reducer(int dtype, int op)
-{
-#define OPS(NAME) { NAME##_sum, NAME##_max, NAME##_min, NAME##_prod }
-	static Reducer *const tab[][4] = { OPS(f32), OPS(f64), OPS(i32), OPS(i64) };
-#undef OPS
-	int d;
-	switch (dtype) {
-	case TAPRT_F32: d = 0; break;
-	case TAPRT_F64: d = 1; break;
-	case TAPRT_I32: d = 2; break;
-	case TAPRT_I64: d = 3; break;
-	default: return NULL;
-	}
-	_Static_assert(TAPRT_SUM == 0 && TAPRT_MAX == 1 && TAPRT_MIN == 2 && TAPRT_PROD == 3,
-	    "reducer table order");
-	return op >= 0 && op < 4 ? tab[d][op] : NULL;
-}
-
 /*
  * dst[0..n) = src[0][off..] op src[1][off..] op ... in group order, through
  * a cache-sized block so dst may be one of the sources.
  */
 static void
-reduce_into(Reducer *red, int esz, const Pub *pub, int size, int64_t off, int64_t n,
+reduce_into(taprt_reducer *red, int esz, const Pub *pub, int size, int64_t off, int64_t n,
     void *const *dsts, int ndst)
 {
 	_Alignas(64) unsigned char tmp[8192];
@@ -486,7 +417,7 @@ enter(taprt_comm *c, const taprt_group *g, int kind, const void *src, void *dst,
 	if (count < 0 || (kind != K_BARRIER && count > 0 && (!src || !dst)))
 		return ERR_INVAL;
 	if (kind == K_ALLREDUCE || kind == K_REDUCE_SCATTER) {
-		if (!reducer(dtype, op))
+		if (!taprt_reducer_for(dtype, op))
 			return ERR_INVAL;
 	} else if (kind == K_ALLGATHER) {
 		if (taprt_dtype_size(dtype) == 0)
@@ -548,7 +479,7 @@ threads_allreduce(taprt_comm *c, const taprt_group *g, void *buf, int64_t count,
 		void *dsts[s->size];
 		for (int r = 0; r < s->size; r++)
 			dsts[r] = (char *)s->pub[r].dst + off * esz;
-		reduce_into(reducer(dtype, op), esz, s->pub, s->size, off, n, dsts, s->size);
+		reduce_into(taprt_reducer_for(dtype, op), esz, s->pub, s->size, off, n, dsts, s->size);
 	}
 	return barrier(c->w, s);
 }
@@ -578,7 +509,7 @@ threads_reduce_scatter(taprt_comm *c, const taprt_group *g, const void *send, vo
 	int rc = enter(c, g, K_REDUCE_SCATTER, send, recv, count, dtype, op, &s, &me);
 	if (rc)
 		return rc;
-	reduce_into(reducer(dtype, op), taprt_dtype_size(dtype), s->pub, s->size,
+	reduce_into(taprt_reducer_for(dtype, op), taprt_dtype_size(dtype), s->pub, s->size,
 	    (int64_t)me * count, count, &recv, 1);
 	return barrier(c->w, s);
 }
@@ -725,8 +656,41 @@ threads_recv(taprt_comm *c, void *buf, int64_t bytes, int peer, int tag)
 	return rc;
 }
 
+/* ------------------------------------------------------------ the table */
+
+static int
+threads_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char *err,
+    size_t errlen)
+{
+	if (!(*world = taprt_threads_world(l->nranks))) {
+		snprintf(err, errlen, "cannot set up %d rank threads: out of memory", l->nranks);
+		return -1;
+	}
+	*first = 0;
+	*count = l->nranks;
+	return 0;
+}
+
+static int
+threads_finalize(taprt_comm *world)
+{
+	taprt_threads_free(world);
+	return 0;
+}
+
+static const char *
+threads_strerror(int rc)
+{
+	return rc < 0 ? strerror(-rc) : "error";
+}
+
 const taprt_backend taprt_threads_backend = {
 	.name = "threads",
+	.init = threads_init,
+	.rank = taprt_threads_rank,
+	.abort = taprt_threads_abort,
+	.finalize = threads_finalize,
+	.strerror = threads_strerror,
 	.allreduce = threads_allreduce,
 	.allgather = threads_allgather,
 	.reduce_scatter = threads_reduce_scatter,

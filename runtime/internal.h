@@ -88,6 +88,12 @@ typedef struct {
 int taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen);
 /* path must be a regular file of at most max_bytes (taprt_pb_max_bytes). */
 int taprt_pb_read(const char *path, int64_t max_bytes, taprt_pb *t, char *err, size_t errlen);
+/* Elements [first, first + n) of path's tensor into dst (room for n of
+ * shape's dtype), if the file's dtype and dims are shape's; t gets the
+ * file's header (no data).  0; 1 when the shape differs (nothing copied);
+ * -1 with err. */
+int taprt_pb_read_part(const char *path, int64_t max_bytes, const taprt_pb *shape, int64_t first,
+    int64_t n, void *dst, taprt_pb *t, char *err, size_t errlen);
 /* The largest TensorProto file a tensor of numel elements can be: ten bytes
  * per element (a varint), plus room for the name and dims. */
 static inline int64_t
@@ -102,12 +108,20 @@ int taprt_pb_write(const char *path, const char *name, int dtype, int rank,
 int taprt_map_files(const taprt_program *p, const char *model_dir, char *err, size_t errlen);
 void taprt_unmap_files(void);
 
+/* The mpi backend (comm_mpi.c), in the table when configure found MPI. */
+extern const taprt_backend taprt_mpi_backend;
+
 /* The threads backend's shared state (comm_threads.c): one world per
  * process, one handle per rank thread. */
 taprt_comm *taprt_threads_world(int nranks);                /* NULL on bad nranks / no memory */
 taprt_comm *taprt_threads_rank(taprt_comm *world, int rank); /* cx->comm for rank */
 void taprt_threads_abort(taprt_comm *world);                 /* wake blocked ranks; later calls fail */
 void taprt_threads_free(taprt_comm *world);                  /* after every rank thread is joined */
+
+/* acc = acc op x over n elements of dtype, the backends' reductions
+ * (reduce.c); NULL unless dtype is f32, f64, i32 or i64 and op a TAPRT_SUM.. */
+typedef void taprt_reducer(void *acc, const void *x, int64_t n);
+taprt_reducer *taprt_reducer_for(int dtype, int op);
 
 /* A buffer of at least `bytes`, 64-byte aligned, private to the calling
  * thread and valid until its next call (scratch.c); NULL if out of memory. */

@@ -102,7 +102,7 @@ static void
 comm_failed(taprt_ctx *cx, const taprt_node *n, const char *op, const char *call, int rc)
 {
 	taprt_fail(cx, "node '%s' (%s): %s %s over a TP group of %d failed: %s (%d)", n->name, op,
-	    cx->be->name, call, cx->tp_group.size, rc < 0 ? strerror(-rc) : "error", rc);
+	    cx->be->name, call, cx->tp_group.size, cx->be->strerror(rc), rc);
 }
 
 /* A full tensor's axis as [rows = outer*blocks, parts, run bytes]. */
@@ -286,8 +286,9 @@ p2p(taprt_ctx *cx, taprt_tensor *t, int peer, int tag, bool send)
 	int rc = send ? cx->be->send(cx->comm, t->data, bytes, peer, tag) :
 	    cx->be->recv(cx->comm, t->data, bytes, peer, tag);
 	if (rc != 0)
-		return taprt_fail(cx, "%s of tensor %d (%lld bytes) %s rank %d failed (%d)",
-		    send ? "send" : "recv", tag, (long long)bytes, send ? "to" : "from", peer, rc);
+		return taprt_fail(cx, "%s of tensor %d (%lld bytes) %s rank %d failed: %s (%d)",
+		    send ? "send" : "recv", tag, (long long)bytes, send ? "to" : "from", peer,
+		    cx->be->strerror(rc), rc);
 	return 0;
 }
 

@@ -1,28 +1,34 @@
 /*
  * main.c - taprt_main: the command line of every generated program.
  *
- *   prog --check DIR          run on DIR/input_N.pb, compare with DIR/output_N.pb
+ *   prog --check DIR [--outputs DIR]  run on DIR/input_N.pb, compare with DIR/output_N.pb
  *   prog --inputs DIR --outputs DIR   run, write output_N.pb
  *   prog --bench N [--inputs DIR]     N timed iterations after warm-up
  *   --backend=threads|mpi|nccl  --rtol R  --atol A  --threads N  --model FILE
  *
- * It maps the model's files, starts one thread per rank (threads backend),
- * lets each rank bind and load its weights, runs, and compares or writes
- * the outputs.  Exit status: 0 success, 1 a
- * failed check or a run-time error, 2 bad usage.  Never one full copy of
- * the model per rank: see weights.c.
+ * Needs a backend from the table (backend.c) and the rank layout
+ * (layout.c).  The backend's init says which ranks this process runs:
+ * all of them (threads: one thread per rank, sharing whole-batch input and
+ * output buffers, so replicas and stages writing their own rows is the
+ * gather) or one (mpi: the process holds its replica's rows of the inputs
+ * its stage reads and of the outputs it computes; afterwards the ranks
+ * with tp_rank 0 that computed outputs send their rows to rank 0).  Only
+ * rank 0's process prints results, compares them and writes output files.
+ * Every process maps the model's files and copies in only its own ranks'
+ * weights, or their slices (weights.c).  Exit status: 0 success, 1 a
+ * failed check or a run-time error, 2 bad usage.
  *
- * Ranks (taprt.h): r = (dp_rank * pp + stage) * tp + tp_rank.  The ranks of
- * one TP group run the same stage program and differ only in cx->tp_rank
- * (which weight slices they load), so only tp_rank 0 writes into the
- * program's output buffers and the others into private ones.  Replicas and
- * stages write disjoint rows of the shared buffers: with the threads
- * backend that is the gather of the outputs.
+ * Failures.  A failed rank is reported as "PROG: rank R: why".  With
+ * threads the failing rank wakes the others (their calls fail, they stop)
+ * and every rank's error is printed after they are joined.  With one rank
+ * per process the line is printed at once and the backend's abort ends the
+ * whole job, since other processes may be blocked waiting for this one.
  */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,16 +43,28 @@ typedef struct {
 	int threads;
 } Options;
 
+/* This process's part of one run of the program. */
 typedef struct {
-	const taprt_program *p;
+	const char *argv0;
+	const taprt_program *p;         /* with the model file as found */
+	taprt_layout l;
 	const taprt_backend *be;
 	taprt_comm *world;
+	int first, count;               /* this process runs ranks [first, first + count) */
+	bool spread;                    /* one rank per process of several: rows only */
+	int *all;                       /* 0 .. nranks-1, the group of every rank */
+	void **keep;                    /* buffers to free at the end */
+	int nkeep, capkeep;
+} Run;
+
+typedef struct {
+	Run *run;
 	int rank;
-	int tp, pp;                     /* the TP and pipeline degrees, >= 1 */
-	const int *ids;                 /* 0..nranks-1: TP groups point into it */
-	void **in, **out;               /* out: this rank's output buffers */
+	int *tp_ranks;                  /* its TP group's global ranks */
+	void **in, **out;               /* its replica's rows; NULL: not its stage's */
 	long iters, warmup;
 	double ms;
+	bool reported;                  /* the failure is printed already */
 	char error[300];
 } RankArg;
 
@@ -54,16 +72,18 @@ static void
 usage(FILE *f, const char *argv0)
 {
 	fprintf(f,
-	    "usage: %s [--check DIR | --inputs DIR [--outputs DIR]] [--bench N] [options]\n"
+	    "usage: %s [--check DIR | --inputs DIR] [--outputs DIR] [--bench N] [options]\n"
 	    "  --check DIR      run on DIR/input_N.pb and compare with DIR/output_N.pb\n"
 	    "  --inputs DIR     read the inputs from DIR/input_N.pb\n"
 	    "  --outputs DIR    write the outputs to DIR/output_N.pb\n"
 	    "  --bench N        time N iterations (after --warmup W, default 3)\n"
 	    "  --rtol R --atol A  --check tolerances (default 1e-4, 1e-5)\n"
-	    "  --backend=B      threads (default), mpi or nccl\n"
+	    "  --backend=B      threads (default: one process, a thread per rank),\n"
+	    "                   mpi (a process per rank: mpirun -np RANKS or srun) or nccl;\n"
+	    "                   built into this runtime: %s\n"
 	    "  --threads N      BLAS threads per rank (default 1)\n"
 	    "  --model FILE     the model file, if it moved since compiling\n",
-	    argv0);
+	    argv0, taprt_backends_built());
 }
 
 static double
@@ -84,16 +104,70 @@ aligned(int64_t bytes)
 	return p;
 }
 
+/* A zeroed buffer freed when the run ends; NULL if out of memory. */
+static void *
+buffer(Run *m, int64_t bytes)
+{
+	if (m->nkeep == m->capkeep) {
+		int cap = m->capkeep ? 2 * m->capkeep : 16;
+		void **k = realloc(m->keep, cap * sizeof *k);
+		if (!k)
+			return NULL;
+		m->keep = k;
+		m->capkeep = cap;
+	}
+	void *p = aligned(bytes);
+	if (p)
+		m->keep[m->nkeep++] = p;
+	return p;
+}
+
+/* A rank of this process failed (a->error says why): stop the others. */
+static void
+rank_failed(RankArg *a)
+{
+	Run *m = a->run;
+	if (m->count == 1 && m->l.nranks > 1) {
+		/* the abort below may end this process: say why first */
+		fprintf(stderr, "%s: %s\n", m->argv0, a->error);
+		fflush(stderr);
+		a->reported = true;
+	}
+	if (m->l.nranks > 1)
+		m->be->abort(m->world);
+}
+
+/* A failure while this process sets up: say so, naming the rank when each
+ * process runs one, and end the job when others may wait for this one.
+ * Returns 1, the exit status. */
+static int
+setup_failed(Run *m, const char *fmt, ...)
+{
+	char msg[1000];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (!m->spread) {
+		fprintf(stderr, "%s: %s\n", m->argv0, msg);
+		return 1;
+	}
+	fprintf(stderr, "%s: rank %d: %s\n", m->argv0, m->first, msg);
+	fflush(stderr);
+	m->be->abort(m->world);
+	return 1;
+}
+
 static void *
 rank_main(void *arg)
 {
 	RankArg *a = arg;
-	const taprt_rank_program *rp = a->p->ranks[a->rank];
-	int base = a->rank - a->rank % a->tp;
-	taprt_ctx cx = {.rank = a->rank, .nranks = a->p->nranks, .be = a->be,
-		.tp_rank = a->rank % a->tp, .tp_group = {a->tp, a->ids + base},
-		.stage = a->rank / a->tp % a->pp, .dp_rank = a->rank / (a->tp * a->pp)};
-	cx.comm = a->world ? taprt_threads_rank(a->world, a->rank) : NULL;
+	Run *m = a->run;
+	const taprt_rank_program *rp = m->p->ranks[a->rank];
+	taprt_coords c = taprt_coords_of(&m->l, a->rank);
+	taprt_ctx cx = {.rank = a->rank, .nranks = m->l.nranks, .be = m->be,
+		.comm = m->be->rank(m->world, a->rank), .tp_rank = c.tp_rank,
+		.tp_group = {m->l.tp, a->tp_ranks}, .stage = c.stage, .dp_rank = c.dp_rank};
 	cx.arena = aligned(rp->arena_bytes);
 	cx.weights = aligned(rp->weight_bytes);
 	cx.inputs = a->in;
@@ -108,37 +182,27 @@ rank_main(void *arg)
 		goto done;
 	/* A pipeline's iterations end together, as a training step's would:
 	 * otherwise the first stage runs ahead and its buffered sends pile up. */
-	taprt_group all = {a->p->nranks, a->ids};
-	bool flush = a->pp > 1 && a->world;
+	taprt_group all = {m->l.nranks, m->all};
+	bool flush = m->l.pp > 1;
 	for (long i = 0; i < a->warmup + a->iters && rc == 0; i++) {
 		if (i == a->warmup)
 			a->ms = now_ms();
 		rc = rp->run(&cx);
-		if (rc == 0 && flush && cx.be->barrier(cx.comm, &all) != 0)
-			rc = taprt_fail(&cx, "barrier after iteration %ld failed", i);
+		int brc;
+		if (rc == 0 && flush && (brc = cx.be->barrier(cx.comm, &all)) != 0)
+			rc = taprt_fail(&cx, "barrier after iteration %ld failed: %s", i,
+			    cx.be->strerror(brc));
 	}
 	a->ms = now_ms() - a->ms;
 done:
 	if (rc != 0) {
 		snprintf(a->error, sizeof a->error, "rank %d: %s", a->rank,
 		    cx.error[0] ? cx.error : "failed");
-		if (a->world) /* the others may wait on us: wake them with an error */
-			taprt_threads_abort(a->world);
+		rank_failed(a);
 	}
 	free(cx.arena);
 	free(cx.weights);
 	return NULL;
-}
-
-static bool
-same_shape(const taprt_pb *t, const taprt_io *io)
-{
-	if (t->dtype != io->dtype || t->rank != io->rank)
-		return false;
-	for (int i = 0; i < t->rank; i++)
-		if (t->dims[i] != io->dims[i])
-			return false;
-	return true;
 }
 
 static void
@@ -160,14 +224,182 @@ io_numel(const taprt_io *io)
 	return n;
 }
 
-/* Output buffers o[0..noutputs) of the program's shapes; false if out of memory. */
-static bool
-alloc_outputs(const taprt_program *p, void **o)
+static int64_t
+io_bytes(const taprt_io *io)
 {
-	for (int i = 0; i < p->noutputs; i++)
-		if (!(o[i] = aligned(io_numel(&p->outputs[i]) * taprt_dtype_size(p->outputs[i].dtype))))
-			return false;
-	return true;
+	return io_numel(io) * taprt_dtype_size(io->dtype);
+}
+
+/* The part of input i a replica reads: its rows, or all of a scalar (a
+ * flag every replica reads whole). */
+static int64_t
+replica_numel(const Run *m, const taprt_io *io)
+{
+	return io->rank ? io_numel(io) / m->l.dp : io_numel(io);
+}
+
+/* Does rank program rp read input i, may it write output i? (NULL: all) */
+static bool
+reads(const taprt_rank_program *rp, int i)
+{
+	return !rp->reads || rp->reads[i];
+}
+
+static bool
+writes(const taprt_rank_program *rp, int i)
+{
+	return !rp->writes || rp->writes[i];
+}
+
+/* The stage that computes output i (without flags: the last one). */
+static int
+owner_stage(const Run *m, int i)
+{
+	for (int s = 0; s < m->l.pp; s++) {
+		const taprt_rank_program *rp = m->p->ranks[taprt_rank_at(&m->l, 0, s, 0)];
+		if (rp->writes && rp->writes[i])
+			return s;
+	}
+	return m->l.pp - 1;
+}
+
+/*
+ * Elements [first, first + n) of input i (a replica's rows, or all of
+ * them) from DIR/input_i.pb into dst, which holds n: 0, or -1 with err.
+ */
+static int
+read_input(const taprt_program *p, const char *dir, int i, int64_t first, int64_t n, void *dst,
+    char *err, size_t errlen)
+{
+	const taprt_io *io = &p->inputs[i];
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
+	taprt_pb shape = {.dtype = io->dtype, .rank = io->rank}, got;
+	memcpy(shape.dims, io->dims, sizeof shape.dims);
+	int rc = taprt_pb_read_part(path, taprt_pb_max_bytes(io_numel(io)), &shape, first, n, dst,
+	    &got, err, errlen);
+	if (rc == 1) {
+		char g[160], e[160];
+		shape_str(g, sizeof g, got.dtype, got.rank, got.dims);
+		shape_str(e, sizeof e, io->dtype, io->rank, io->dims);
+		snprintf(err, errlen, "%.400s: input '%.100s' is %.100s, but the program was compiled for %.100s%s",
+		    path, io->name, g, e,
+		    got.dtype == io->dtype && got.rank == io->rank ? " (tapc -batch=N recompiles)" : "");
+	}
+	return rc ? -1 : 0;
+}
+
+/*
+ * Every rank in this process (threads): whole-batch buffers shared by all
+ * ranks, each rank pointing at its replica's rows; the ranks with tp_rank
+ * other than 0 get private outputs.  whole_out gets the outputs.
+ */
+static int
+setup_shared(Run *m, RankArg *args, const char *indir, void **whole_out)
+{
+	const taprt_program *p = m->p;
+	char err[800];
+	for (int i = 0; i < p->ninputs; i++) {
+		const taprt_io *io = &p->inputs[i];
+		void *buf = buffer(m, io_bytes(io));
+		if (!buf)
+			return setup_failed(m, "out of memory for input %d (%lld bytes)", i,
+			    (long long)io_bytes(io));
+		/* --bench alone: zeros (valid indices, finite values) */
+		if (indir && read_input(p, indir, i, 0, io_numel(io), buf, err, sizeof err) != 0)
+			return setup_failed(m, "%s", err);
+		for (int r = 0; r < m->count; r++) {
+			int d = taprt_coords_of(&m->l, r).dp_rank;
+			args[r].in[i] = (char *)buf + (io->rank ? d * (io_bytes(io) / m->l.dp) : 0);
+		}
+	}
+	for (int i = 0; i < p->noutputs; i++) {
+		const taprt_io *io = &p->outputs[i];
+		int64_t rows = io_bytes(io) / m->l.dp;
+		if (!(whole_out[i] = buffer(m, io_bytes(io))))
+			return setup_failed(m, "out of memory for output %d (%lld bytes)", i,
+			    (long long)io_bytes(io));
+		for (int r = 0; r < m->count; r++) {
+			taprt_coords c = taprt_coords_of(&m->l, r);
+			if (c.tp_rank == 0)
+				args[r].out[i] = (char *)whole_out[i] + c.dp_rank * rows;
+			else if (writes(p->ranks[r], i) && !(args[r].out[i] = buffer(m, rows)))
+				return setup_failed(m, "out of memory for rank %d's output %d", r, i);
+		}
+	}
+	return 0;
+}
+
+/*
+ * One rank in this process of several (mpi): its replica's rows of the
+ * inputs its stage reads and of the outputs it computes; rank 0 holds the
+ * whole outputs, its own rows first, and gathers the rest (whole_out).
+ */
+static int
+setup_spread(Run *m, RankArg *a, const char *indir, void **whole_out)
+{
+	const taprt_program *p = m->p;
+	const taprt_rank_program *rp = p->ranks[a->rank];
+	int d = taprt_coords_of(&m->l, a->rank).dp_rank;
+	char err[800];
+	for (int i = 0; i < p->ninputs; i++) {
+		const taprt_io *io = &p->inputs[i];
+		int64_t n = replica_numel(m, io);
+		if (!reads(rp, i))
+			continue;
+		if (!(a->in[i] = buffer(m, n * taprt_dtype_size(io->dtype))))
+			return setup_failed(m, "out of memory for input %d's rows (%lld bytes)", i,
+			    (long long)(n * taprt_dtype_size(io->dtype)));
+		if (indir && read_input(p, indir, i, io->rank ? d * n : 0, n, a->in[i], err,
+		    sizeof err) != 0)
+			return setup_failed(m, "%s", err);
+	}
+	for (int i = 0; i < p->noutputs; i++) {
+		const taprt_io *io = &p->outputs[i];
+		int64_t bytes = a->rank == 0 ? io_bytes(io) : io_bytes(io) / m->l.dp;
+		if (a->rank != 0 && !writes(rp, i))
+			continue;
+		if (!(a->out[i] = buffer(m, bytes)))
+			return setup_failed(m, "out of memory for output %d (%lld bytes)", i,
+			    (long long)bytes);
+		if (a->rank == 0)
+			whole_out[i] = a->out[i];
+	}
+	return 0;
+}
+
+/*
+ * The outputs to rank 0: for each output and replica, the rank with
+ * tp_rank 0 of the stage that computes it sends its rows, unless it is
+ * rank 0 itself (its rows are in place).  Tags -1 - i: taprt_main's own.
+ */
+static int
+gather_outputs(Run *m, RankArg *a, void **whole_out)
+{
+	const taprt_program *p = m->p;
+	taprt_comm *c = m->be->rank(m->world, a->rank);
+	for (int i = 0; i < p->noutputs; i++) {
+		int s = owner_stage(m, i);
+		int64_t rows = io_bytes(&p->outputs[i]) / m->l.dp;
+		for (int d = 0; d < m->l.dp; d++) {
+			int src = taprt_rank_at(&m->l, d, s, 0), rc = 0;
+			if (src == 0)
+				continue;
+			if (a->rank == 0)
+				rc = m->be->recv(c, (char *)whole_out[i] + d * rows, rows, src, -1 - i);
+			else if (a->rank == src)
+				rc = m->be->send(c, a->out[i], rows, 0, -1 - i);
+			if (rc != 0) {
+				snprintf(a->error, sizeof a->error, "rank %d: %s output %d '%s' (%lld bytes) %s rank %d failed: %s",
+				    a->rank, a->rank == 0 ? "receiving" : "sending", i, p->outputs[i].name,
+				    (long long)rows, a->rank == 0 ? "from" : "to", a->rank == 0 ? src : 0,
+				    m->be->strerror(rc));
+				rank_failed(a);
+				return -1;
+			}
+		}
+	}
+	return 0;
 }
 
 static double
@@ -282,8 +514,8 @@ parse_options(int argc, char **argv, Options *o)
 			else o->threads = (int)n;
 		}
 	}
-	if (o->check && (o->inputs || o->outputs)) {
-		fprintf(stderr, "%s: --check takes its inputs from DIR; do not add --inputs/--outputs\n", argv[0]);
+	if (o->check && o->inputs) {
+		fprintf(stderr, "%s: --check takes its inputs from DIR; do not add --inputs\n", argv[0]);
 		return 2;
 	}
 	if (!o->check && !o->inputs && !o->bench) {
@@ -325,178 +557,188 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	int rc = parse_options(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	const taprt_backend *be = &taprt_threads_backend;
-	int tp = p->tp > 1 ? p->tp : 1, pp = p->pp > 1 ? p->pp : 1, dp = p->dp > 1 ? p->dp : 1;
-	if (p->tp < 0 || p->pp < 0 || p->dp < 0 || p->microbatches < 0 || p->nranks < 1 ||
-	    (int64_t)tp * pp * dp != p->nranks) {
+	Run m = {.argv0 = argv[0]};
+	if (taprt_layout_of(p, &m.l) != 0) {
 		fprintf(stderr, "%s: bad program table: %d ranks, degrees dp %d, tp %d, pp %d "
 		    "(the ranks must be dp x tp x pp)\n", argv[0], p->nranks, p->dp, p->tp, p->pp);
 		return 1;
 	}
-	if (strcmp(o.backend, "threads") != 0) {
-		fprintf(stderr, "%s: backend '%s' is not built into this runtime (threads only so far)\n",
-		    argv[0], o.backend);
-		return 2;
+	/* every input and output splits into replicas and micro-batches along
+	 * dim 0, but a scalar input (a flag), which every replica reads whole */
+	int split = m.l.dp * m.l.microbatches;
+	for (int i = 0; split > 1 && i < p->ninputs + p->noutputs; i++) {
+		const taprt_io *io = i < p->ninputs ? &p->inputs[i] : &p->outputs[i - p->ninputs];
+		if (i < p->ninputs && io->rank == 0)
+			continue;
+		if (io->rank < 1 || io->dims[0] % split != 0) {
+			fprintf(stderr, "%s: bad program table: %s '%s' of rank %d does not split into %d "
+			    "replicas x micro-batches along dim 0\n", argv[0],
+			    i < p->ninputs ? "input" : "output", io->name, io->rank, split);
+			return 1;
+		}
 	}
-	char err[600];
+	char err[800];
+	if (!(m.be = taprt_backend_find(o.backend, err, sizeof err))) {
+		fprintf(stderr, "%s: %s\n", argv[0], err);
+		return strncmp(err, "unknown", 7) == 0 ? 2 : 1;
+	}
+	err[0] = 0;
+	if (m.be->init(&m.l, &m.world, &m.first, &m.count, err, sizeof err) != 0) {
+		if (err[0])
+			fprintf(stderr, "%s: %s\n", argv[0], err);
+		fflush(stderr);
+		m.be->finalize(m.world);
+		return 1;
+	}
+	m.spread = m.count < m.l.nranks;
+	bool root = m.first == 0;       /* this process reports the results */
+	/* an MPI launcher started several copies, each running every rank:
+	 * the likely mistake is a forgotten --backend=mpi */
+	const char *wsize = getenv("OMPI_COMM_WORLD_SIZE"), *wrank = getenv("OMPI_COMM_WORLD_RANK");
+	if (!wsize) {
+		wsize = getenv("PMI_SIZE");
+		wrank = getenv("PMI_RANK");
+	}
+	if (!m.spread && wsize && atoi(wsize) > 1 && (!wrank || atoi(wrank) == 0))
+		fprintf(stderr, "%s: warning: %s processes were started together, and each runs all %d "
+		    "ranks with the %s backend (add --backend=mpi for a process per rank)\n", argv[0],
+		    wsize, m.l.nranks, m.be->name);
+
 	const char *f0;
 	char *dir = model_dir(p, &o, &f0);
 	const char **files = malloc(sizeof *files * (p->nfiles + 1));
+	taprt_program fp = *p;
+	fp.files = files;
+	m.p = &fp;
+	rc = 1;
+	void **whole_out = calloc(p->noutputs + 1, sizeof *whole_out);
+	taprt_pb *want = calloc(p->noutputs + 1, sizeof *want);
+	RankArg *args = calloc(m.count, sizeof *args);
+	pthread_t *th = calloc(m.count, sizeof *th);
+	m.all = calloc(m.l.nranks, sizeof *m.all);
+	bool ok = dir && files && whole_out && want && args && th && m.all;
+	for (int r = 0; ok && r < m.count; r++) {
+		RankArg *a = &args[r];
+		*a = (RankArg){.run = &m, .rank = m.first + r, .iters = o.bench ? o.bench : 1,
+			.warmup = o.bench ? o.warmup : 0};
+		a->tp_ranks = calloc(m.l.tp, sizeof *a->tp_ranks);
+		a->in = calloc(p->ninputs + 1, sizeof *a->in);
+		a->out = calloc(p->noutputs + 1, sizeof *a->out);
+		ok = a->tp_ranks && a->in && a->out;
+		if (ok)
+			taprt_group_of(&m.l, a->rank, TAPRT_GROUP_TP, a->tp_ranks);
+	}
+	if (!ok) {
+		setup_failed(&m, "out of memory");
+		goto out;
+	}
 	if (p->nfiles) {
 		memcpy(files, p->files, sizeof *files * p->nfiles);
 		files[0] = f0;
 	}
-	taprt_program fp = *p;
-	fp.files = files;
-	rc = 1;
-	void **in = calloc(p->ninputs + 1, sizeof *in), **out = calloc(p->noutputs + 1, sizeof *out);
-	taprt_pb *want = calloc(p->noutputs + 1, sizeof *want);
-	taprt_comm *world = NULL;
-	RankArg *args = calloc(p->nranks, sizeof *args);
-	pthread_t *th = calloc(p->nranks, sizeof *th);
-	int *ids = calloc(p->nranks, sizeof *ids);
-	/* private output buffers of the ranks whose TP coordinate is not 0 */
-	void ***priv = calloc(p->nranks, sizeof *priv);
-	if (!in || !out || !want || !args || !th || !ids || !priv) {
-		fprintf(stderr, "%s: out of memory\n", argv[0]);
-		goto out;
-	}
-	for (int r = 0; r < p->nranks; r++)
-		ids[r] = r;
+	taprt_group_of(&m.l, 0, TAPRT_GROUP_WORLD, m.all);
 	if (taprt_map_files(&fp, dir, err, sizeof err) != 0) {
-		fprintf(stderr, "%s: %s\n", argv[0], err);
+		setup_failed(&m, "%s", err);
 		goto out;
 	}
 	const char *indir = o.check ? o.check : o.inputs;
-	for (int i = 0; i < p->ninputs; i++) {
-		const taprt_io *io = &p->inputs[i];
-		int64_t bytes = io_numel(io) * taprt_dtype_size(io->dtype);
-		if (!indir) { /* --bench alone: zeros (valid indices, finite values) */
-			in[i] = aligned(bytes);
-			continue;
-		}
-		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s/input_%d.pb", indir, i);
-		taprt_pb t;
-		if (taprt_pb_read(path, taprt_pb_max_bytes(io_numel(io)), &t, err, sizeof err) != 0) {
-			fprintf(stderr, "%s: %s\n", argv[0], err);
-			goto out;
-		}
-		if (!same_shape(&t, io)) {
-			char got[160], exp[160];
-			shape_str(got, sizeof got, t.dtype, t.rank, t.dims);
-			shape_str(exp, sizeof exp, io->dtype, io->rank, io->dims);
-			fprintf(stderr, "%s: %s: input '%s' is %s, but the program was compiled for %s%s\n",
-			    argv[0], path, io->name, got, exp,
-			    t.dtype == io->dtype && t.rank == io->rank ? " (tapc -batch=N recompiles)" : "");
-			free(t.data);
-			goto out;
-		}
-		in[i] = aligned(bytes);
-		memcpy(in[i], t.data, (size_t)bytes);
-		free(t.data);
-	}
-	bool ok = alloc_outputs(p, out);
-	for (int r = 0; ok && r < p->nranks; r++)
-		if (r % tp != 0)
-			ok = (priv[r] = calloc(p->noutputs + 1, sizeof **priv)) && alloc_outputs(p, priv[r]);
-	if (!ok) {
-		fprintf(stderr, "%s: out of memory for the outputs\n", argv[0]);
+	if ((m.spread ? setup_spread(&m, &args[0], indir, whole_out) :
+	    setup_shared(&m, args, indir, whole_out)) != 0)
 		goto out;
-	}
-	if (o.check)
-		for (int i = 0; i < p->noutputs; i++) {
-			char path[PATH_MAX];
-			snprintf(path, sizeof path, "%s/output_%d.pb", o.check, i);
-			if (taprt_pb_read(path, taprt_pb_max_bytes(io_numel(&p->outputs[i])), &want[i], err,
-			    sizeof err) != 0) {
-				fprintf(stderr, "%s: %s\n", argv[0], err);
-				goto out;
-			}
-			if (!same_shape(&want[i], &p->outputs[i])) {
-				char got[160], exp[160];
-				shape_str(got, sizeof got, want[i].dtype, want[i].rank, want[i].dims);
-				shape_str(exp, sizeof exp, p->outputs[i].dtype, p->outputs[i].rank,
-				    p->outputs[i].dims);
-				fprintf(stderr, "%s: %s: reference '%s' is %s, the program computes %s\n",
-				    argv[0], path, p->outputs[i].name, got, exp);
-				goto out;
-			}
+	for (int i = 0; root && o.check && i < p->noutputs; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/output_%d.pb", o.check, i);
+		const taprt_io *io = &p->outputs[i];
+		if (taprt_pb_read(path, taprt_pb_max_bytes(io_numel(io)), &want[i], err, sizeof err) != 0) {
+			setup_failed(&m, "%s", err);
+			goto out;
 		}
+		bool same = want[i].dtype == io->dtype && want[i].rank == io->rank;
+		for (int k = 0; same && k < io->rank; k++)
+			same = want[i].dims[k] == io->dims[k];
+		if (!same) {
+			char got[160], exp[160];
+			shape_str(got, sizeof got, want[i].dtype, want[i].rank, want[i].dims);
+			shape_str(exp, sizeof exp, io->dtype, io->rank, io->dims);
+			setup_failed(&m, "%s: reference '%s' is %s, the program computes %s", path, io->name,
+			    got, exp);
+			goto out;
+		}
+	}
 
 	taprt_blas_threads(o.threads);
-	if (p->nranks > 1)
-		world = taprt_threads_world(p->nranks);
-	for (int r = 0; r < p->nranks; r++) {
-		args[r] = (RankArg){.p = &fp, .be = be, .world = world, .rank = r, .tp = tp,
-			.pp = pp, .ids = ids, .in = in, .out = r % tp == 0 ? out : priv[r],
-			.iters = o.bench ? o.bench : 1, .warmup = o.bench ? o.warmup : 0};
-		if (p->nranks == 1)
+	int started = 0;
+	for (int r = 0; r < m.count; r++, started++) {
+		if (m.count == 1)
 			rank_main(&args[r]);
 		else if (pthread_create(&th[r], NULL, rank_main, &args[r]) != 0) {
-			fprintf(stderr, "%s: cannot start rank %d\n", argv[0], r);
-			for (int k = 0; k < r; k++)
-				pthread_join(th[k], NULL);
-			goto out;
+			snprintf(args[r].error, sizeof args[r].error, "rank %d: cannot start its thread",
+			    args[r].rank);
+			rank_failed(&args[r]);
+			break;
 		}
 	}
-	if (p->nranks > 1)
-		for (int r = 0; r < p->nranks; r++)
-			pthread_join(th[r], NULL);
+	for (int r = 0; m.count > 1 && r < started; r++)
+		pthread_join(th[r], NULL);
 	bool failed = false;
-	for (int r = 0; r < p->nranks; r++)
+	for (int r = 0; r < m.count; r++)
 		if (args[r].error[0]) {
-			fprintf(stderr, "%s: %s\n", argv[0], args[r].error);
+			if (!args[r].reported)
+				fprintf(stderr, "%s: %s\n", argv[0], args[r].error);
 			failed = true;
 		}
-	if (failed)
+	if (failed || (m.spread && gather_outputs(&m, &args[0], whole_out) != 0))
 		goto out;
 	if (o.bench) {
 		double ms = 0; /* the slowest rank's: the pipeline drains last */
-		for (int r = 0; r < p->nranks; r++)
+		for (int r = 0; r < m.count; r++)
 			ms = args[r].ms > ms ? args[r].ms : ms;
+		int brc;
+		taprt_group all = {m.l.nranks, m.all};
+		if (m.spread && (brc = m.be->allreduce(m.be->rank(m.world, m.first), &all, &ms, 1,
+		    TAPRT_F64, TAPRT_MAX)) != 0) {
+			setup_failed(&m, "the slowest rank's time: allreduce failed: %s", m.be->strerror(brc));
+			goto out;
+		}
 		ms /= o.bench;
 		int64_t batch = p->ninputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1;
-		printf("%s: %ld iterations, %.4f ms/iteration, %.1f samples/s (batch %lld, %d rank%s)\n",
-		    p->name, o.bench, ms, ms > 0 ? batch * 1e3 / ms : 0.0, (long long)batch, p->nranks,
-		    p->nranks == 1 ? "" : "s");
+		if (root)
+			printf("%s: %ld iterations, %.4f ms/iteration, %.1f samples/s (batch %lld, %d rank%s)\n",
+			    p->name, o.bench, ms, ms > 0 ? batch * 1e3 / ms : 0.0, (long long)batch,
+			    p->nranks, p->nranks == 1 ? "" : "s");
 	}
 	rc = 0;
-	if (o.check)
-		for (int i = 0; i < p->noutputs; i++)
-			if (!compare(p->outputs[i].name, i, &p->outputs[i], out[i], &want[i], &o))
-				rc = 1;
-	if (o.outputs)
-		for (int i = 0; i < p->noutputs; i++) {
-			char path[PATH_MAX];
-			snprintf(path, sizeof path, "%s/output_%d.pb", o.outputs, i);
-			const taprt_io *io = &p->outputs[i];
-			if (taprt_pb_write(path, io->name, io->dtype, io->rank, io->dims, out[i]) != 0) {
-				fprintf(stderr, "%s: cannot write %s: %s\n", argv[0], path, strerror(errno));
-				rc = 1;
-			}
+	for (int i = 0; root && o.check && i < p->noutputs; i++)
+		if (!compare(p->outputs[i].name, i, &p->outputs[i], whole_out[i], &want[i], &o))
+			rc = 1;
+	for (int i = 0; root && o.outputs && i < p->noutputs; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/output_%d.pb", o.outputs, i);
+		const taprt_io *io = &p->outputs[i];
+		if (taprt_pb_write(path, io->name, io->dtype, io->rank, io->dims, whole_out[i]) != 0) {
+			fprintf(stderr, "%s: cannot write %s: %s\n", argv[0], path, strerror(errno));
+			rc = 1;
 		}
+	}
 out:
-	if (world)
-		taprt_threads_free(world);
+	fflush(stdout);
+	if (m.be->finalize(m.world) != 0 && rc == 0) {
+		fprintf(stderr, "%s: %s: shutting down the backend failed\n", argv[0], m.be->name);
+		rc = 1;
+	}
 	taprt_unmap_files();
-	for (int i = 0; in && i < p->ninputs; i++)
-		free(in[i]);
-	for (int i = 0; i < p->noutputs; i++) {
-		if (out)
-			free(out[i]);
-		if (want)
-			free(want[i].data);
+	for (int r = 0; args && r < m.count; r++) {
+		free(args[r].tp_ranks);
+		free(args[r].in);
+		free(args[r].out);
 	}
-	for (int r = 0; priv && r < p->nranks; r++) {
-		for (int i = 0; priv[r] && i < p->noutputs; i++)
-			free(priv[r][i]);
-		free(priv[r]);
-	}
-	free(priv);
-	free(ids);
-	free(in);
-	free(out);
+	for (int i = 0; i < m.nkeep; i++)
+		free(m.keep[i]);
+	for (int i = 0; want && i < p->noutputs; i++)
+		free(want[i].data);
+	free(m.keep);
+	free(m.all);
+	free(whole_out);
 	free(want);
 	free(args);
 	free(th);

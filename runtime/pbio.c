@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,28 +34,46 @@ varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return false;
 }
 
-/* Collect one element of a typed field as raw bits; they are converted
- * to the dtype's layout at the end, since data_type may come later. */
+/* The typed values seen so far: element `seen` is kept (as raw bits,
+ * converted to the dtype's layout at the end, since data_type may come
+ * later) when it is in [first, first + want); want < 0 keeps them all. */
+typedef struct {
+	uint64_t *vals;
+	int64_t n, cap, seen;
+	int64_t first, want;
+} Vals;
+
 static bool
-push(uint64_t **vals, int64_t *n, int64_t *cap, uint64_t bits)
+push(Vals *v, uint64_t bits)
 {
+	int64_t i = v->seen++;
+	if (i < v->first || (v->want >= 0 && i >= v->first + v->want))
+		return true;
+	uint64_t **vals = &v->vals;
+	int64_t *n = &v->n, *cap = &v->cap;
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 64;
-		uint64_t *v = realloc(*vals, (size_t)*cap * sizeof *v);
-		if (!v)
+		uint64_t *grown = realloc(*vals, (size_t)*cap * sizeof *grown);
+		if (!grown)
 			return false;
-		*vals = v;
+		*vals = grown;
 	}
 	(*vals)[(*n)++] = bits;
 	return true;
 }
 
-int
-taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen)
+/*
+ * Parse a TensorProto and keep elements [first, first + want) of it (want
+ * < 0: all of them, from first 0): into dst when given, else into a
+ * malloc'd t->data.  With shape, a file whose dtype or dims differ from
+ * shape's is not copied from: 1, with t's header set.  0 or -1 with err.
+ */
+static int
+parse(const uint8_t *buf, size_t len, taprt_pb *t, int64_t first, int64_t want, void *dst,
+    const taprt_pb *shape, char *err, size_t errlen)
 {
 	const uint8_t *p = buf, *end = buf + len;
-	int64_t cap = 0, nvals = 0;
-	uint64_t *vals = NULL;
+	Vals vals = {.first = first, .want = want};
 	const uint8_t *raw = NULL;
 	uint64_t rawlen = 0;
 	memset(t, 0, sizeof *t);
@@ -73,7 +92,7 @@ taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t er
 			} else if (field == 2) {
 				t->dtype = (int)v;
 			} else if (field == 5 || field == 7 || field == 11) {
-				if (!push(&vals, &nvals, &cap, v))
+				if (!push(&vals, v))
 					goto bad;
 			}
 		} else if (wt == 5 || wt == 1) {
@@ -83,7 +102,7 @@ taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t er
 			uint64_t bits = 0;
 			memcpy(&bits, p, n);
 			p += n;
-			if ((field == 4 || field == 10) && !push(&vals, &nvals, &cap, bits))
+			if ((field == 4 || field == 10) && !push(&vals, bits))
 				goto bad;
 		} else if (wt == 2) {
 			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
@@ -106,7 +125,7 @@ taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t er
 						if (t->rank >= TAPRT_MAX_RANK)
 							goto rank;
 						t->dims[t->rank++] = (int64_t)v;
-					} else if (!push(&vals, &nvals, &cap, v)) {
+					} else if (!push(&vals, v)) {
 						goto bad;
 					}
 				}
@@ -117,7 +136,7 @@ taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t er
 				for (; body < bend; body += n) {
 					uint64_t bits = 0;
 					memcpy(&bits, body, n);
-					if (!push(&vals, &nvals, &cap, bits))
+					if (!push(&vals, bits))
 						goto bad;
 				}
 			} else if (field == 6) {
@@ -140,29 +159,42 @@ taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t er
 		}
 		t->numel *= t->dims[i];
 	}
-	int64_t nbytes = t->numel * taprt_dtype_size(t->dtype);
-	if (raw) {
-		if ((int64_t)rawlen != nbytes) {
-			snprintf(err, errlen, "raw_data is %llu bytes, expected %lld", (unsigned long long)rawlen,
-			    (long long)nbytes);
-			goto fail;
+	if (shape) {
+		bool same = t->dtype == shape->dtype && t->rank == shape->rank;
+		for (int i = 0; same && i < t->rank; i++)
+			same = t->dims[i] == shape->dims[i];
+		if (!same) {
+			free(vals.vals);
+			return 1;
 		}
-		t->data = malloc((size_t)nbytes + 1);
-		if (!t->data)
-			goto bad;
-		memcpy(t->data, raw, (size_t)nbytes);
-	} else if (nvals != t->numel) {
-		snprintf(err, errlen, "%lld values, expected %lld", (long long)nvals, (long long)t->numel);
-		goto fail;
-	} else {
-		int es = taprt_dtype_size(t->dtype);
-		t->data = malloc((size_t)nbytes + 1);
-		if (!t->data)
-			goto bad;
-		for (int64_t i = 0; i < nvals; i++) /* little-endian truncation */
-			memcpy((char *)t->data + i * es, &vals[i], es);
 	}
-	free(vals);
+	int es = taprt_dtype_size(t->dtype);
+	if (want < 0)
+		want = t->numel - first;
+	if (first < 0 || want < 0 || first + want > t->numel) {
+		snprintf(err, errlen, "elements [%lld, %lld) asked of %lld", (long long)first,
+		    (long long)(first + want), (long long)t->numel);
+		goto fail;
+	}
+	if (raw && (int64_t)rawlen != t->numel * es) {
+		snprintf(err, errlen, "raw_data is %llu bytes, expected %lld", (unsigned long long)rawlen,
+		    (long long)(t->numel * es));
+		goto fail;
+	}
+	if (!raw && vals.seen != t->numel) {
+		snprintf(err, errlen, "%lld values, expected %lld", (long long)vals.seen,
+		    (long long)t->numel);
+		goto fail;
+	}
+	void *out = dst;
+	if (!out && !(out = t->data = malloc((size_t)(want * es) + 1)))
+		goto bad;
+	if (raw)
+		memcpy(out, raw + first * es, (size_t)(want * es));
+	else
+		for (int64_t i = 0; i < want; i++) /* little-endian truncation */
+			memcpy((char *)out + i * es, &vals.vals[i], es);
+	free(vals.vals);
 	return 0;
 rank:
 	snprintf(err, errlen, "rank over %d", TAPRT_MAX_RANK);
@@ -170,35 +202,77 @@ rank:
 bad:
 	snprintf(err, errlen, "not a TensorProto (malformed protobuf)");
 fail:
-	free(vals);
+	free(vals.vals);
 	free(t->data);
 	t->data = NULL;
 	return -1;
 }
 
 int
-taprt_pb_read(const char *path, int64_t max_bytes, taprt_pb *t, char *err, size_t errlen)
+taprt_pb_parse(const uint8_t *buf, size_t len, taprt_pb *t, char *err, size_t errlen)
 {
-	/* a regular file, opened without blocking (a FIFO or a device in the
-	 * data directory is refused, not waited on or read without end) */
+	return parse(buf, len, t, 0, -1, NULL, NULL, err, errlen);
+}
+
+/* Open path for reading: a regular file of at most max_bytes, opened
+ * without blocking (a FIFO or a device in the data directory is refused,
+ * not waited on or read without end).  The fd, or -1 with err. */
+static int
+open_pb(const char *path, int64_t max_bytes, struct stat *st, char *err, size_t errlen)
+{
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
 	if (fd < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
 		close(fd);
 		snprintf(err, errlen, "%s: not a regular file", path);
 		return -1;
 	}
-	if (st.st_size > max_bytes) {
+	if (st->st_size > max_bytes) {
 		close(fd);
 		snprintf(err, errlen, "%s: %lld bytes, more than a tensor of this input can take (%lld)",
-		    path, (long long)st.st_size, (long long)max_bytes);
+		    path, (long long)st->st_size, (long long)max_bytes);
 		return -1;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+int
+taprt_pb_read_part(const char *path, int64_t max_bytes, const taprt_pb *shape, int64_t first,
+    int64_t n, void *dst, taprt_pb *t, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open_pb(path, max_bytes, &st, err, errlen);
+	if (fd < 0)
+		return -1;
+	/* mapped, not read: only the pages of the rows asked for (and the
+	 * header) are touched, however large the whole batch's file is */
+	void *m = st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	close(fd);
+	if (m == MAP_FAILED) {
+		snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+		return -1;
+	}
+	char why[200];
+	memset(t, 0, sizeof *t);
+	int rc = parse(m ? m : "", (size_t)st.st_size, t, first, n, dst, shape, why, sizeof why);
+	if (m)
+		munmap(m, (size_t)st.st_size);
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s", path, why);
+	return rc;
+}
+
+int
+taprt_pb_read(const char *path, int64_t max_bytes, taprt_pb *t, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open_pb(path, max_bytes, &st, err, errlen);
+	if (fd < 0)
+		return -1;
 	size_t cap = (size_t)st.st_size + 1, len = 0;
 	uint8_t *buf = malloc(cap);
 	bool ioerr = !buf;

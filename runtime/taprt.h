@@ -8,12 +8,15 @@
  *
  * Kernels implement ONNX semantics on static shapes (tapc checked them at
  * compile time) and read attributes through taprt_attr_*.  Collectives go
- * through a backend (in-process threads by default; MPI and NCCL later)
- * behind the taprt_comm interface.  taprt_main() is the program's whole
- * command line: --check, --inputs/--outputs, --bench, --backend.
+ * through a backend chosen at run time from a table (in-process threads
+ * by default, MPI with one process per rank when built with it; NCCL
+ * later).  taprt_main() is the program's whole command line: --check,
+ * --inputs/--outputs, --bench, --backend.
  *
  * The runtime never calls exit(): errors come back as non-zero returns and
- * a message in the context.
+ * a message in the context.  The one exception is the MPI backend's abort,
+ * which ends the whole job when a rank fails (MPI_Abort), because other
+ * processes may be blocked on it.
  */
 #ifndef TAPRT_H
 #define TAPRT_H
@@ -92,25 +95,57 @@ typedef struct {
 
 enum { TAPRT_SUM, TAPRT_MAX, TAPRT_MIN, TAPRT_PROD };
 
+typedef struct taprt_layout taprt_layout;
+
 /*
- * A communication backend.  Every function is collective over the group
- * (send/recv: the pair) and returns 0 or an error code.  Buffers are device
- * or host memory as the backend expects; counts are elements of dtype.
+ * A communication backend.  The world functions set up and tear down what
+ * the backend needs for one run of a program; the rest are collective over
+ * the group (send/recv: the pair) and return 0 or an error code that
+ * strerror explains.  Buffers are device or host memory as the backend
+ * expects; counts are elements of dtype.  taprt_main picks a backend by
+ * name (taprt_backend_find), never by branching on it.
  */
 typedef struct {
 	const char *name;               /* "threads", "mpi", "nccl" */
+	/* Start the backend for a program of layout l.  *world is this
+	 * process's handle; the process runs ranks [*first, *first + *count)
+	 * (threads: all of them; mpi: its world rank).  0, or -1 with err
+	 * set, or left empty to fail without a word (every MPI process but
+	 * rank 0, when all of them fail alike); after -1, report err, then
+	 * call finalize(*world), which waits for every process to get there
+	 * so that no process ends the job before the message is out. */
+	int (*init)(const taprt_layout *l, taprt_comm **world, int *first, int *count,
+	    char *err, size_t errlen);
+	taprt_comm *(*rank)(taprt_comm *world, int rank); /* cx->comm of a rank of this process */
+	/* A rank of this process failed and the others must not wait for it:
+	 * threads wakes every blocked rank and fails their later calls; mpi
+	 * ends the whole job (MPI_Abort) and does not return, since other
+	 * processes may be blocked on this one.  Say why before calling it. */
+	void (*abort)(taprt_comm *world);
+	int (*finalize)(taprt_comm *world); /* after this process's ranks returned: 0 or -1 */
+	const char *(*strerror)(int rc); /* what an error code of this backend means */
 	int (*allreduce)(taprt_comm *c, const taprt_group *g, void *buf, int64_t count,
 	    int dtype, int op);
 	int (*allgather)(taprt_comm *c, const taprt_group *g, const void *send, void *recv,
 	    int64_t count, int dtype);  /* recv holds size * count, in group order */
 	int (*reduce_scatter)(taprt_comm *c, const taprt_group *g, const void *send, void *recv,
 	    int64_t count, int dtype, int op); /* send holds size * count */
+	/* Point to point: send never waits for the matching recv (it may copy);
+	 * messages with one source and tag arrive in the order they were sent.
+	 * Tags >= 0 are the program's (tensor numbers); negative tags are
+	 * taprt_main's own (the output gather). */
 	int (*send)(taprt_comm *c, const void *buf, int64_t bytes, int peer, int tag);
 	int (*recv)(taprt_comm *c, void *buf, int64_t bytes, int peer, int tag);
 	int (*barrier)(taprt_comm *c, const taprt_group *g);
 } taprt_backend;
 
 extern const taprt_backend taprt_threads_backend;
+
+/* The backend called name, or NULL with why set: unknown, or known but not
+ * built into this runtime (mpi without MPI at configure time, nccl). */
+const taprt_backend *taprt_backend_find(const char *name, char *why, size_t whylen);
+/* The names of the backends built into this runtime: "threads, mpi". */
+const char *taprt_backends_built(void);
 
 /* ------------------------------------------------------------- a rank */
 
@@ -119,8 +154,8 @@ typedef struct taprt_ctx {
 	const taprt_backend *be;
 	taprt_comm *comm;               /* this rank's handle */
 	void *arena;                    /* activations, 64-byte aligned */
-	void *const *inputs;            /* the program's input buffers, by index */
-	void *const *outputs;           /* the program's output buffers, by index */
+	void *const *inputs;            /* by index: this replica's rows (see below) */
+	void *const *outputs;           /* by index: this replica's rows */
 	void *weights;                  /* this rank's weight storage */
 	int tp_rank;                    /* this rank's coordinate in its TP group */
 	taprt_group tp_group;           /* the TP group's global ranks, in TP order:
@@ -159,6 +194,12 @@ typedef struct {
 	int64_t weight_bytes;
 	int nweights;
 	const taprt_weight *weights;
+	/* Which of the program's inputs the rank's run() reads and which
+	 * outputs it computes (ninputs, noutputs flags); NULL: all inputs, and
+	 * every output is the last stage's.  With one rank per process they
+	 * say what each process must load and send to rank 0. */
+	const bool *reads;
+	const bool *writes;
 } taprt_rank_program;
 
 typedef struct {
@@ -178,20 +219,56 @@ typedef struct {
 	const char *const *files;       /* model/external data files, relative to model_dir */
 	const char *model_dir;          /* relative to the executable's directory */
 	const taprt_rank_program *const *ranks; /* nranks entries */
-	int tp;                         /* TP degree (0 or 1: none); rank r is in the TP
-	                                 * group [r - r%tp, r - r%tp + tp), tp_rank r%tp */
+	int tp;                         /* TP degree (0 or 1: none); see the layout */
 	int pp;                         /* pipeline stages (0 or 1: none) */
 	int dp;                         /* data-parallel replicas (0 or 1: none) */
 	int microbatches;               /* per replica (0 or 1: none) */
 } taprt_program;
 
+/* ------------------------------------------------------------ layout */
+
 /*
- * Ranks: r = (dp_rank * pp + stage) * tp + tp_rank.  Every rank binds the
- * whole-batch input and output buffers (cx->inputs, cx->outputs); replica d
- * runs micro-batches d*M .. d*M+M-1, micro-batch k being rows [k*b, k*b+b)
- * of dim 0 (b = batch / (dp*M)), and each stage writes the outputs it
- * computes into its rows.  Only the ranks with tp_rank 0 write the
- * program's buffers; the others get private ones (their outputs are equal).
+ * Ranks: r = (dp_rank * pp + stage) * tp + tp_rank.  Every backend,
+ * taprt_main and the tests compute coordinates and groups with these
+ * functions, never by hand.  A TP group is the tp ranks of one stage of
+ * one replica (consecutive ranks), a DP group the dp replicas of one
+ * (stage, tp_rank), a pipe the pp stages of one (replica, tp_rank): the
+ * ranks a tensor travels along between stages.
+ */
+struct taprt_layout {
+	int nranks;                     /* dp * pp * tp */
+	int tp, pp, dp;                 /* degrees, >= 1 */
+	int microbatches;               /* per replica, >= 1 */
+};
+
+typedef struct {
+	int tp_rank, stage, dp_rank;
+} taprt_coords;
+
+enum { TAPRT_GROUP_TP, TAPRT_GROUP_DP, TAPRT_GROUP_PIPE, TAPRT_GROUP_WORLD };
+
+/* The program's layout, degrees 0 read as 1: 0, or -1 if a degree is
+ * negative or nranks is not dp x pp x tp. */
+int taprt_layout_of(const taprt_program *p, taprt_layout *l);
+taprt_coords taprt_coords_of(const taprt_layout *l, int rank);
+int taprt_rank_at(const taprt_layout *l, int dp_rank, int stage, int tp_rank);
+/* The global ranks of rank's group of this kind, in group order (the TP
+ * group by tp_rank, the DP group by dp_rank, the pipe by stage), written
+ * to out (room for nranks); returns the group's size. */
+int taprt_group_of(const taprt_layout *l, int rank, int kind, int *out);
+
+/*
+ * Inputs and outputs.  taprt_program.inputs/outputs describe the whole
+ * batch; replica d owns rows [d*B/dp, (d+1)*B/dp) of dim 0 of each, split
+ * into its micro-batches.  cx->inputs and cx->outputs point at the rank's
+ * replica's rows (its first micro-batch), and run() binds micro-batch m at
+ * byte offset m * (micro-batch bytes).  With the threads backend they are
+ * rows of whole-batch buffers that every rank shares (replicas and stages
+ * write disjoint rows: that is the gather); with one rank per process
+ * (mpi) each process holds only its replica's rows of what its stage reads
+ * and writes, and rank 0 gathers the outputs.  Only the ranks with tp_rank
+ * 0 write the program's buffers; the others get private ones (their
+ * outputs are equal).
  */
 
 /* Point to point between pipeline stages (send is buffered, recv waits):

@@ -7,7 +7,11 @@
  * must be regular files, and every byte range is checked against the
  * mapped size before it is read.  Ranks share the mappings; each copies
  * only its own (sliced) weights into aligned memory, so the processes hold
- * one copy of the model in total, never one per rank.
+ * one copy of the model in total, never one per rank.  The mapped pages a
+ * rank has copied from are dropped from the process as it goes (a window
+ * at a time): a column slice reads a few bytes of every row, so otherwise
+ * every page of the full tensor would count in the process's resident
+ * memory, and with a process per rank each would hold the whole model.
  *
  * A sliced weight (tensor parallelism, see taprt_weight in taprt.h) is
  * the part [:, q, :] of its axis viewed as [blocks, parts, chunk], where q
@@ -109,6 +113,24 @@ taprt_unmap_files(void)
 	nmaps = 0;
 }
 
+/* Copy from the mapping at most this much before dropping what was read. */
+#define WINDOW ((int64_t)4 << 20)
+
+/*
+ * Drop the mapped pages of file f's bytes [lo, hi) from this process (the
+ * page cache keeps them; a later read faults them in again, unchanged:
+ * the mapping is private and never written).
+ */
+static void
+drop(int f, int64_t lo, int64_t hi)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(maps[f].base + lo) & ~(pg - 1);
+	uintptr_t b = ((uintptr_t)(maps[f].base + hi) + pg - 1) & ~(pg - 1);
+	if (hi > lo)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 /*
  * Check w's slice against its tensor and this rank's TP coordinate; set
  * the geometry: elements before the axis (outer), the chunk length, and
@@ -175,8 +197,11 @@ taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 			if (local != full)
 				return taprt_fail(cx, "weight %d: tensor of %lld bytes for a whole weight of %lld",
 				    i, (long long)local, (long long)full);
-			if (full > 0)
-				memcpy(t->data, src, (size_t)full);
+			for (int64_t k = 0; k < full; k += WINDOW) {
+				int64_t n = full - k < WINDOW ? full - k : WINDOW;
+				memcpy((uint8_t *)t->data + k, src + k, (size_t)n);
+				drop(w->file, w->offset + k, w->offset + k + n);
+			}
 			continue;
 		}
 		/* the full tensor is [outer, blocks, parts, chunk, inner]; we take
@@ -186,11 +211,17 @@ taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 			return -1;
 		int64_t parts = w->slice_parts, blocks = w->slice_blocks, run = chunk * inner;
 		uint8_t *dst = t->data;
-		for (int64_t o = 0; o < outer; o++)
+		int64_t seen = 0;               /* bytes of the full tensor read through */
+		for (int64_t o = 0; o < outer && run > 0; o++) {
 			for (int64_t j = 0; j < blocks; j++)
-				if (run > 0)
-					memcpy(dst + (o * blocks + j) * run,
-					    src + ((o * blocks + j) * parts + cx->tp_rank) * run, (size_t)run);
+				memcpy(dst + (o * blocks + j) * run,
+				    src + ((o * blocks + j) * parts + cx->tp_rank) * run, (size_t)run);
+			int64_t upto = (o + 1) * blocks * parts * run;
+			if (upto - seen >= WINDOW || o == outer - 1) {
+				drop(w->file, w->offset + seen, w->offset + upto);
+				seen = upto;
+			}
+		}
 	}
 	return 0;
 }

@@ -8,7 +8,9 @@
  * the arena.  The reader is checked on hand-encoded protobuf bytes and on
  * every truncation of a real file.
  */
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/emit.h"
 #include "frontend/onnx.h"
@@ -145,6 +147,50 @@ pb_parse_raw_and_typed(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "raw_data is 20 bytes, expected 24"));
 }
 
+/* taprt_pb_read_part: a range of elements, raw or typed, and the shape check */
+static void
+pb_read_part(void)
+{
+	char path[] = "/tmp/tapc-pbpart-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	/* dims [3,2], int64_data packed (data_type after it): 0 1 2 3 4 5 */
+	uint8_t typed[] = {0x08, 3, 0x08, 2, 0x3a, 6, 0, 1, 2, 3, 4, 5, 0x10, 7};
+	CU_ASSERT_EQUAL_FATAL(write(fd, typed, sizeof typed), (ssize_t)sizeof typed);
+	close(fd);
+	taprt_pb shape = {.dtype = TAPRT_I64, .rank = 2, .dims = {3, 2}}, got;
+	int64_t rows[2] = {-1, -1};
+	char err[300];
+	/* the second row, as a replica of three would take it */
+	CU_ASSERT_EQUAL(taprt_pb_read_part(path, 1 << 20, &shape, 2, 2, rows, &got, err, sizeof err), 0);
+	CU_ASSERT(rows[0] == 2 && rows[1] == 3);
+	CU_ASSERT(got.numel == 6 && got.data == NULL);
+	/* another shape: 1, nothing copied, the file's header for the message */
+	taprt_pb other = {.dtype = TAPRT_I64, .rank = 2, .dims = {2, 3}};
+	rows[0] = -1;
+	CU_ASSERT_EQUAL(taprt_pb_read_part(path, 1 << 20, &other, 0, 2, rows, &got, err, sizeof err), 1);
+	CU_ASSERT(rows[0] == -1 && got.dims[0] == 3 && got.dims[1] == 2);
+	/* past the end: refused */
+	CU_ASSERT_EQUAL(taprt_pb_read_part(path, 1 << 20, &shape, 5, 2, rows, &got, err, sizeof err), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "elements [5, 7) asked of 6"));
+
+	/* raw_data f32 [4]: elements 1 and 2 */
+	float v[4] = {1.5f, 2.5f, 3.5f, 4.5f}, two[2] = {0};
+	uint8_t raw[64] = {0x08, 4, 0x10, 1, 0x4a, 16};
+	memcpy(raw + 6, v, 16);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	CU_ASSERT_EQUAL_FATAL(write(fd, raw, 22), 22);
+	close(fd);
+	taprt_pb f4 = {.dtype = TAPRT_F32, .rank = 1, .dims = {4}};
+	CU_ASSERT_EQUAL(taprt_pb_read_part(path, 1 << 20, &f4, 1, 2, two, &got, err, sizeof err), 0);
+	CU_ASSERT(two[0] == 2.5f && two[1] == 3.5f);
+	/* a file larger than the cap, and one that is not there */
+	CU_ASSERT_EQUAL(taprt_pb_read_part(path, 8, &f4, 0, 1, two, &got, err, sizeof err), -1);
+	unlink(path);
+	CU_ASSERT_EQUAL(taprt_pb_read_part(path, 1 << 20, &f4, 0, 1, two, &got, err, sizeof err), -1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "No such file"));
+}
+
 /* every prefix of a real input file: parsed or refused, never a crash */
 static void
 pb_truncations(void)
@@ -174,5 +220,6 @@ suite_backend(CU_pSuite s)
 {
 	ADD(s, memplan_no_overlap);
 	ADD(s, pb_parse_raw_and_typed);
+	ADD(s, pb_read_part);
 	ADD(s, pb_truncations);
 }

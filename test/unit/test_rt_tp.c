@@ -34,7 +34,7 @@ struct Run {
 	int n, tp;                      /* ranks; TP degree (n % tp == 0) */
 	RankFn *fn;
 	const void *arg;                /* the test's parameters */
-	int ids[MAXN];                  /* 0..n-1: TP groups point into it */
+	int groups[MAXN][MAXN];         /* each rank's TP group */
 	int bad[MAXN];
 	char why[MAXN][320];
 };
@@ -45,21 +45,23 @@ typedef struct {
 } Arg;
 
 
-/* A rank's context as taprt_main builds it: TP group [r - r%tp, +tp). */
+/* A rank's context as taprt_main builds it, from the layout (one stage). */
 static void *
 rank_main(void *p)
 {
 	Arg *a = p;
 	Run *t = a->t;
 	int r = a->r;
+	taprt_layout l = {.nranks = t->n, .tp = t->tp, .pp = 1, .dp = t->n / t->tp,
+		.microbatches = 1};
 	taprt_ctx cx;
 	memset(&cx, 0, sizeof cx);
 	cx.rank = r;
 	cx.nranks = t->n;
 	cx.be = B;
 	cx.comm = taprt_threads_rank(t->world, r);
-	cx.tp_rank = r % t->tp;
-	cx.tp_group = (taprt_group){t->tp, t->ids + r - r % t->tp};
+	cx.tp_rank = taprt_coords_of(&l, r).tp_rank;
+	cx.tp_group = (taprt_group){taprt_group_of(&l, r, TAPRT_GROUP_TP, t->groups[r]), t->groups[r]};
 	t->fn(t, &cx);
 	return NULL;
 }
@@ -70,8 +72,6 @@ run_ranks(int n, int tp, RankFn *fn, const void *arg)
 	Run t = {.n = n, .tp = tp, .fn = fn, .arg = arg};
 	pthread_t th[MAXN];
 	Arg a[MAXN];
-	for (int r = 0; r < n; r++)
-		t.ids[r] = r;
 	t.world = taprt_threads_world(n);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t.world);
 	for (int r = 0; r < n; r++) {
@@ -823,27 +823,28 @@ test_p2p(void)
 
 /*
  * One rank program shared by every rank, as tapc emits for a TP group:
- * it loads its slice (blocks 3) of a 12-element weight, gathers
- * it back into output 0, and writes its rank into output 1, the ranks one
- * after another.  Had the ranks shared the program's output buffers, the
- * last writer would win, whatever its TP coordinate.  The tensors are per
- * thread: the ranks are threads of this process.  Ranks with TP coordinate
- * 0 write the program's buffers, the others private ones, so output 1 ends
- * up as the last such rank's: nranks - tp (with pp ranks as pipeline
- * stages, or dp replicas, the layout is the same).
+ * it loads its slice (blocks 3) of a 12-element weight, gathers it back
+ * and copies its replica's rows of it into output 0, and writes its rank
+ * into row 0 of its replica's rows of output 1, the ranks one after
+ * another.  Had the ranks shared the program's output buffers, the last
+ * writer would win, whatever its TP coordinate.  The tensors are per
+ * thread: the ranks are threads of this process.  Ranks with TP
+ * coordinate 0 write the program's buffers, the others private ones, so
+ * replica d's row of output 1 ends up as its last such rank's:
+ * (d * pp + pp - 1) * tp.
  */
-static _Thread_local taprt_tensor mw, mo0, mo1;
+static _Thread_local taprt_tensor mw, mo0;
+static _Thread_local float gathered[12];
 static void *seen_out[MAXN];
 static int seen_tp_rank[MAXN], seen_tp_size[MAXN], seen_tp_first[MAXN], seen_stage[MAXN],
-    seen_dp[MAXN];
+    seen_dp[MAXN], seen_ndp;
 
 static int
 prog_init(taprt_ctx *cx)
 {
 	int parts = cx->tp_group.size;
 	mw = rt_tensor(TAPRT_F32, cx->weights, 1, DIMS(12 / parts));
-	mo0 = rt_tensor(TAPRT_F32, cx->outputs[0], 1, DIMS(12));
-	mo1 = rt_tensor(TAPRT_F32, cx->outputs[1], 1, DIMS(1));
+	mo0 = rt_tensor(TAPRT_F32, gathered, 1, DIMS(12));
 	taprt_weight w = {&mw, 0, 40, 1, {12}, 0, parts, 3};
 	taprt_rank_program rp = {.nweights = 1, .weights = &w};
 	seen_out[cx->rank] = cx->outputs[0];
@@ -864,13 +865,15 @@ prog_run(taprt_ctx *cx)
 	taprt_tensor *in[] = {&mw}, *out[] = {&mo0};
 	taprt_node n = rt_node(in, 1, out, 1, at, 3);
 	taprt_op_AllGather(cx, &n);
+	int rows = 12 / seen_ndp;
+	memcpy(cx->outputs[0], gathered + cx->dp_rank * rows, rows * sizeof(float));
 	int all[MAXN];
 	for (int i = 0; i < cx->nranks; i++)
 		all[i] = i;
 	taprt_group g = {cx->nranks, all};
 	for (int k = 0; k < cx->nranks; k++) {
 		if (k == cx->rank)
-			((float *)mo1.data)[0] = (float)(100 + cx->rank);
+			((float *)cx->outputs[1])[0] = (float)(100 + cx->rank);
 		if (cx->nranks > 1 && cx->be->barrier(cx->comm, &g) != 0)
 			return taprt_fail(cx, "barrier failed");
 	}
@@ -885,7 +888,7 @@ run_main(const char *dir, int nranks, int tp, int pp, int dp)
 {
 	static const taprt_io outs[] = {
 		{"gathered", TAPRT_F32, 1, {12}},
-		{"last", TAPRT_F32, 1, {1}},
+		{"last", TAPRT_F32, 1, {8}},
 	};
 	static const char *const files[] = {"w.bin"};
 	const taprt_rank_program *ranks[MAXN];
@@ -896,7 +899,63 @@ run_main(const char *dir, int nranks, int tp, int pp, int dp)
 		.dp = dp};
 	char *argv[] = {"tp", "--inputs", (char *)dir, "--outputs", (char *)dir, NULL};
 	memset(seen_out, 0, sizeof seen_out);
+	seen_ndp = dp > 1 ? dp : 1;
 	return taprt_main(5, argv, &p);
+}
+
+/* The layout's coordinates and groups, against the formula written out. */
+static void
+test_layout(void)
+{
+	static const struct {
+		int tp, pp, dp;
+	} cases[] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {1, 1, 2}, {2, 2, 2}, {4, 2, 1}, {2, 3, 2}};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		int tp = cases[c].tp, pp = cases[c].pp, dp = cases[c].dp, n = tp * pp * dp;
+		taprt_program p = {.nranks = n, .tp = tp, .pp = pp, .dp = dp};
+		taprt_layout l;
+		CU_ASSERT_EQUAL_FATAL(taprt_layout_of(&p, &l), 0);
+		CU_ASSERT(l.nranks == n && l.tp == tp && l.pp == pp && l.dp == dp);
+		int r = 0, g[16];
+		for (int d = 0; d < dp; d++)
+			for (int s = 0; s < pp; s++)
+				for (int q = 0; q < tp; q++, r++) {
+					taprt_coords co = taprt_coords_of(&l, r);
+					CU_ASSERT(co.dp_rank == d && co.stage == s && co.tp_rank == q);
+					CU_ASSERT_EQUAL(taprt_rank_at(&l, d, s, q), r);
+					CU_ASSERT_EQUAL(taprt_group_of(&l, r, TAPRT_GROUP_TP, g), tp);
+					for (int k = 0; k < tp; k++)
+						CU_ASSERT_EQUAL(g[k], r - q + k);
+					CU_ASSERT_EQUAL(taprt_group_of(&l, r, TAPRT_GROUP_DP, g), dp);
+					for (int k = 0; k < dp; k++)
+						CU_ASSERT_EQUAL(g[k], (k * pp + s) * tp + q);
+					CU_ASSERT_EQUAL(taprt_group_of(&l, r, TAPRT_GROUP_PIPE, g), pp);
+					for (int k = 0; k < pp; k++)
+						CU_ASSERT_EQUAL(g[k], (d * pp + k) * tp + q);
+					CU_ASSERT_EQUAL(taprt_group_of(&l, r, TAPRT_GROUP_WORLD, g), n);
+					CU_ASSERT(g[0] == 0 && g[n - 1] == n - 1);
+				}
+	}
+	taprt_layout l;
+	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 3, .tp = 2}, &l), -1);
+	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 2, .tp = -1}, &l), -1);
+	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 1}, &l), 0);
+	CU_ASSERT(l.tp == 1 && l.pp == 1 && l.dp == 1 && l.microbatches == 1);
+}
+
+/* The backend table: threads always, nccl named but not built. */
+static void
+test_backend_table(void)
+{
+	char why[300] = "";
+	CU_ASSERT_PTR_EQUAL(taprt_backend_find("threads", why, sizeof why), &taprt_threads_backend);
+	CU_ASSERT_PTR_NULL(taprt_backend_find("nccl", why, sizeof why));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "backend 'nccl' is not built into this runtime"));
+	CU_ASSERT_PTR_NULL(taprt_backend_find("carrier-pigeon", why, sizeof why));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "unknown backend 'carrier-pigeon'"));
+	const taprt_backend *mpi = taprt_backend_find("mpi", why, sizeof why);
+	CU_ASSERT(mpi ? strcmp(mpi->name, "mpi") == 0 && strstr(taprt_backends_built(), "mpi") :
+	    strstr(why, "not built") && !strstr(taprt_backends_built(), "mpi"));
 }
 
 static void
@@ -912,6 +971,7 @@ test_main(void)
 		{4, 2, 0, 2}, {4, 1, 4, 0}, {8, 2, 2, 2}};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		int n = cases[c].nranks, tp = cases[c].tp > 1 ? cases[c].tp : 1;
+		int pp = cases[c].pp > 1 ? cases[c].pp : 1, dp = cases[c].dp > 1 ? cases[c].dp : 1;
 		int rc = run_main(wf.dir, n, cases[c].tp, cases[c].pp, cases[c].dp);
 		CU_ASSERT_EQUAL_FATAL(rc, 0);
 		char path[160], err[300];
@@ -922,27 +982,33 @@ test_main(void)
 		CU_ASSERT_EQUAL_FATAL(taprt_pb_read(path, 1 << 24, &o1, err, sizeof err), 0);
 		for (int k = 0; k < 12; k++)
 			CU_ASSERT_EQUAL(((float *)o0.data)[k], (float)val(7, 0, k));
-		CU_ASSERT_EQUAL(((float *)o1.data)[0], (float)(100 + n - tp));
+		for (int d = 0; d < dp; d++)
+			CU_ASSERT_EQUAL(((float *)o1.data)[d * 8 / dp], (float)(100 + (d * pp + pp - 1) * tp));
 		free(o0.data);
 		free(o1.data);
-		int pp = cases[c].pp > 1 ? cases[c].pp : 1;
 		for (int r = 0; r < n; r++) {
 			CU_ASSERT_EQUAL(seen_tp_rank[r], r % tp);
 			CU_ASSERT_EQUAL(seen_tp_size[r], tp);
 			CU_ASSERT_EQUAL(seen_tp_first[r], r - r % tp);
 			CU_ASSERT_EQUAL(seen_stage[r], r / tp % pp);
 			CU_ASSERT_EQUAL(seen_dp[r], r / (tp * pp));
-			/* the program's buffers for TP coordinate 0, private ones otherwise */
+			/* the program's buffers (the replica's rows) for TP coordinate 0,
+			 * private ones otherwise */
 			for (int s = 0; s < r; s++)
-				CU_ASSERT_EQUAL(seen_out[r] == seen_out[s], r % tp == 0 && s % tp == 0);
+				CU_ASSERT_EQUAL(seen_out[r] == seen_out[s], r % tp == 0 && s % tp == 0 &&
+				    r / (tp * pp) == s / (tp * pp));
 		}
 	}
-	/* ranks that are not dp x tp x pp: a clean failure */
+	/* ranks that are not dp x tp x pp, or outputs that do not split: a clean failure */
 	fflush(stderr);
 	int saved = dup(2), null = open("/dev/null", O_WRONLY);
 	dup2(null, 2);
 	int rc3 = run_main(wf.dir, 3, 2, 0, 0), rcneg = run_main(wf.dir, 2, -1, 0, 0);
-	int rcout = run_main(wf.dir, 4, 2, 1, 3);
+	int rcout = run_main(wf.dir, 4, 2, 1, 3), rcsplit = run_main(wf.dir, 3, 1, 1, 3);
+	char *nccl[] = {"tp", "--bench", "1", "--backend=nccl", NULL};
+	char *pigeon[] = {"tp", "--bench", "1", "--backend=pigeon", NULL};
+	taprt_program one = {.name = "tp", .nranks = 1};
+	int rcnccl = taprt_main(4, nccl, &one), rcpigeon = taprt_main(4, pigeon, &one);
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
@@ -950,6 +1016,9 @@ test_main(void)
 	CU_ASSERT_EQUAL(rc3, 1);
 	CU_ASSERT_EQUAL(rcneg, 1);
 	CU_ASSERT_EQUAL(rcout, 1);
+	CU_ASSERT_EQUAL(rcsplit, 1); /* 8 rows of "last" do not split 3 ways */
+	CU_ASSERT_EQUAL(rcnccl, 1);  /* known, not built */
+	CU_ASSERT_EQUAL(rcpigeon, 2); /* unknown: usage */
 	wfile_close(&wf);
 }
 
@@ -963,5 +1032,7 @@ suite_rt_tp(CU_pSuite s)
 	ADD(s, test_mismatch);
 	ADD(s, test_p2p);
 	ADD(s, test_weights);
+	ADD(s, test_layout);
+	ADD(s, test_backend_table);
 	ADD(s, test_main);
 }
