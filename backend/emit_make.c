@@ -86,7 +86,15 @@ emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_d
 	}
 	if (!g->nfiles)
 		fputs("0", f);
-	fputs("};\n\nstatic const taprt_program program = {\n\t.name = ", f);
+	fputs("};\n\n", f);
+	if (g->device) {
+		fprintf(f, "/* the device that runs each rank (plan.json's ranks[].device) */\n"
+		    "static const int devices[%d] = {", nranks);
+		for (int r = 0; r < nranks; r++)
+			fprintf(f, "%s%d", r ? ", " : "", g->device[r]);
+		fputs("};\n\n", f);
+	}
+	fputs("static const taprt_program program = {\n\t.name = ", f);
 	ir_esc_c_string(f, o->program);
 	fputs(",\n", f);
 	fprintf(f, "\t.nranks = %d,\n\t.tp = %d,\n\t.pp = %d,\n\t.dp = %d,\n\t.microbatches = %d,\n",
@@ -96,7 +104,10 @@ emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_d
 	fprintf(f, "\t.nfiles = %d,\n\t.files = files,\n", g->nfiles);
 	fputs("\t.model_dir = ", f);
 	ir_esc_c_string(f, model_dir);
-	fputs(",\n\t.ranks = ranks,\n};\n\n", f);
+	fputs(",\n\t.ranks = ranks,\n", f);
+	if (g->device) /* mesh-map's placement: the device of each rank */
+		fputs("\t.devices = devices,\n", f);
+	fputs("};\n\n", f);
 	fputs("int\nmain(int argc, char **argv)\n{\n\treturn taprt_main(argc, argv, &program);\n}\n", f);
 	return finish(f, path);
 }

@@ -1,6 +1,8 @@
 /*
- * comm_mpi.c - the MPI communication backend: one process per rank, the
- * rank being the MPI world rank, for programs started by mpirun or srun.
+ * comm_mpi.c - the MPI communication backend: one process per rank, for
+ * programs started by mpirun or srun.  The process of world rank w runs the
+ * rank the planner placed on device w (taprt_program.devices; identity
+ * without one), and every communicator numbers processes by that rank.
  *
  * Needs MPI-3 (non-blocking collectives, MPI_Comm_create_group) at level
  * MPI_THREAD_FUNNELED: only the thread that called taprt_main calls MPI
@@ -713,14 +715,22 @@ mpi_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char
 		goto fail;
 	}
 	c->l = *l;
-	c->rank = rank;
+	/* the placement: this process (device = world rank) runs the rank
+	 * placed on it; the communicator every call uses numbers the
+	 * processes by rank */
+	c->rank = taprt_rank_on(l, rank);
+	if (c->rank < 0) {
+		snprintf(err, errlen, "mpi: rank %d: no rank of the program is placed on device %d",
+		    rank, rank);
+		goto fail;
+	}
 	int rc, flag = 0, *ub = NULL;
 	MPI_Comm node = MPI_COMM_NULL;
 	Watchdog dog;
 	watchdog_start(&dog, rank);
-	rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->world);
+	rc = MPI_Comm_split(MPI_COMM_WORLD, 0, c->rank, &c->world);
 	if (!rc)
-		rc = MPI_Comm_dup(MPI_COMM_WORLD, &c->ctl);
+		rc = MPI_Comm_dup(c->world, &c->ctl);
 	if (!rc)
 		rc = split(c, TAPRT_GROUP_TP, &c->tp);
 	if (!rc)
@@ -753,7 +763,7 @@ mpi_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char
 	const char *env = getenv("TAPRT_COMM_SPIN");
 	c->spin = env ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN) >= local ? SPIN : 0;
 	*world = c;
-	*first = rank;
+	*first = c->rank;
 	*count = 1;
 	return 0;
 fail:

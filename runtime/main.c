@@ -560,7 +560,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	Run m = {.argv0 = argv[0]};
 	if (taprt_layout_of(p, &m.l) != 0) {
 		fprintf(stderr, "%s: bad program table: %d ranks, degrees dp %d, tp %d, pp %d "
-		    "(the ranks must be dp x tp x pp)\n", argv[0], p->nranks, p->dp, p->tp, p->pp);
+		    "(the ranks must be dp x tp x pp, and their devices a permutation of them)\n",
+		    argv[0], p->nranks, p->dp, p->tp, p->pp);
 		return 1;
 	}
 	/* every input and output splits into replicas and micro-batches along
@@ -592,6 +593,14 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	}
 	m.spread = m.count < m.l.nranks;
 	bool root = m.first == 0;       /* this process reports the results */
+	if (getenv("TAPRT_SHOW_PLACEMENT")) { /* which device runs which rank, here */
+		char host[256] = "?";
+		gethostname(host, sizeof host - 1);
+		for (int r = m.first; r < m.first + m.count; r++)
+			fprintf(stderr, "%s: rank %d on device %d (%s host %s)\n", argv[0], r,
+			    p->devices ? p->devices[r] : r, m.be->name, host);
+		fflush(stderr);
+	}
 	/* an MPI launcher started several copies, each running every rank:
 	 * the likely mistake is a forgotten --backend=mpi */
 	const char *wsize = getenv("OMPI_COMM_WORLD_SIZE"), *wrank = getenv("OMPI_COMM_WORLD_RANK");

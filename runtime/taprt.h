@@ -223,6 +223,12 @@ typedef struct {
 	int pp;                         /* pipeline stages (0 or 1: none) */
 	int dp;                         /* data-parallel replicas (0 or 1: none) */
 	int microbatches;               /* per replica (0 or 1: none) */
+	/* The planner's placement: the device that runs rank r, devices
+	 * numbered as the cluster's (node by node).  With one rank per process
+	 * (mpi) the process of world rank w runs the rank placed on device w,
+	 * so mpirun's order of hosts and slots is the cluster's.  NULL: rank r
+	 * on device r. */
+	const int *devices;             /* nranks entries, a permutation */
 } taprt_program;
 
 /* ------------------------------------------------------------ layout */
@@ -239,6 +245,7 @@ struct taprt_layout {
 	int nranks;                     /* dp * pp * tp */
 	int tp, pp, dp;                 /* degrees, >= 1 */
 	int microbatches;               /* per replica, >= 1 */
+	const int *devices;             /* rank -> device (the program's), or NULL */
 };
 
 typedef struct {
@@ -248,10 +255,12 @@ typedef struct {
 enum { TAPRT_GROUP_TP, TAPRT_GROUP_DP, TAPRT_GROUP_PIPE, TAPRT_GROUP_WORLD };
 
 /* The program's layout, degrees 0 read as 1: 0, or -1 if a degree is
- * negative or nranks is not dp x pp x tp. */
+ * negative, nranks is not dp x pp x tp or devices is not a permutation. */
 int taprt_layout_of(const taprt_program *p, taprt_layout *l);
 taprt_coords taprt_coords_of(const taprt_layout *l, int rank);
 int taprt_rank_at(const taprt_layout *l, int dp_rank, int stage, int tp_rank);
+/* The rank the placement puts on device (world rank) d; -1 if none. */
+int taprt_rank_on(const taprt_layout *l, int device);
 /* The global ranks of rank's group of this kind, in group order (the TP
  * group by tp_rank, the DP group by dp_rank, the pipe by stage), written
  * to out (room for nranks); returns the group's size. */

@@ -104,6 +104,37 @@ for m in test/e2e/*/model.onnx; do
 	done
 done
 
+# ------------------------------------------------ the planner's placement
+# A cluster of unlike nodes (one of 4 fast devices, two of 1 slow), where
+# mesh-map places the ranks on devices out of rank order: each process
+# (world rank w) must run the rank placed on device w, as plan.json and
+# TAPRT_SHOW_PLACEMENT say, and the job must still run the model.
+cat >"$tmp/cluster.json" <<'EOF'
+{"latency": 1e-5, "nodes": [
+  {"name": "fast", "devices": 4, "flops": 1e12, "memory": 1e10, "intra_bw": 1e10, "inter_bw": 1e9},
+  {"name": "slow", "count": 2, "devices": 1, "flops": 1e11, "memory": 1e10, "inter_bw": 1e9}]}
+EOF
+out="$tmp/placed"
+what="gpt on a 6-device cluster of two kinds, batch 4"
+if "$TAPC" test/e2e/gpt/model.onnx -cluster="$tmp/cluster.json" -batch=4 -o "$out" \
+    2>"$tmp/err" && make -s -j2 -C "$out" >>"$tmp/err" 2>&1; then
+	/usr/bin/python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["ranks"]:
+    print("rank %d on device %d" % (r["rank"], r["device"]))' "$out/plan.json" | sort >"$tmp/want"
+	check "$what: the placement is not rank order" sh -c "grep -qv 'rank \\([0-9]*\\) on device \\1\$' '$tmp/want'"
+	if TAPRT_SHOW_PLACEMENT=1 mpirun 6 "$out/model" --backend=mpi --check test/e2e/gpt/test_data_set_1 \
+	    >"$tmp/log" 2>&1; then
+		pass "$what: mpi"
+	else
+		fail "$what: mpi"; cat "$tmp/log"
+	fi
+	sed -n 's/.*: \(rank [0-9]* on device [0-9]*\) (mpi host .*/\1/p' "$tmp/log" | sort >"$tmp/got"
+	check "$what: each process runs the rank placed on its device" cmp -s "$tmp/want" "$tmp/got"
+else
+	fail "$what: $(head -1 "$tmp/err")"
+fi
+rm -rf "$out"
+
 # ------------------------------------------------------------ failures
 gpt=test/e2e/gpt
 prog="$tmp/gpt"

@@ -14,7 +14,8 @@
 # TP group on one host, the pipeline between hosts) must pass --check at
 # both batches and equal the threads backend's outputs within 1e-6, with
 # each rank in its host's namespace; without the TCP transport the job must
-# fail (the set-up watchdog ends Open MPI's spin) instead of hanging; and a
+# fail (Open MPI's error, or the set-up watchdog ending its spin) instead of
+# hanging; and a
 # rank killed with SIGKILL on host b must end the job within 10 s with a
 # non-zero status.
 . "$srcdir/test/lib.sh"
@@ -91,8 +92,9 @@ done
 
 # without TCP the two hosts cannot reach each other: the transfers above did
 # cross the network stack
-# (Open MPI says so, then spins in the first collective: the runtime's
-# set-up watchdog ends the job)
+# (Open MPI says so; the runtime's first collective, the split of the world
+# by the planner's placement, then either fails and ends the job, or spins
+# until the runtime's set-up watchdog ends it: either way, no hang)
 t0=$(now)
 TAPRT_MPI_SETUP_TIMEOUT=3 btl=self,vader job "$tmp/gpt0/model" --backend=mpi \
     --check $gpt/test_data_set_0 >"$tmp/log" 2>&1
@@ -101,7 +103,7 @@ took=$(awk -v s="$t0" -v e="$(now)" 'BEGIN { printf "%.1f", e - s }')
 check "without the TCP transport the job fails ($rc), not hangs ($took s)" \
     sh -c "[ $rc != 0 ] && [ $rc != 124 ]"
 check "... because the hosts cannot reach each other" grep -qi "unable to reach" "$tmp/log"
-check "... and the watchdog says so" grep -q "rank [0-3]: MPI set-up did not finish in 3 s" "$tmp/log"
+check "... and, if it spun, the watchdog says so" sh -c "[ \$(awk -v t=$took 'BEGIN { print (t < 3) }') = 1 ] || grep -q 'rank [0-3]: MPI set-up did not finish in 3 s' '$tmp/log'"
 
 # rank 3, on host b, killed in the middle of a long run
 prog="$tmp/gpt0"

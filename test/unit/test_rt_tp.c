@@ -941,6 +941,16 @@ test_layout(void)
 	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 2, .tp = -1}, &l), -1);
 	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 1}, &l), 0);
 	CU_ASSERT(l.tp == 1 && l.pp == 1 && l.dp == 1 && l.microbatches == 1);
+	CU_ASSERT_EQUAL(taprt_rank_on(&l, 0), 0);
+	/* the placement: a permutation of the devices, and its inverse */
+	static const int placed[4] = {2, 0, 3, 1}, twice[4] = {0, 1, 1, 2}, past[4] = {0, 1, 2, 4};
+	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 4, .tp = 2, .pp = 2,
+	    .devices = placed}, &l), 0);
+	for (int r = 0; r < 4; r++)
+		CU_ASSERT_EQUAL(taprt_rank_on(&l, placed[r]), r);
+	CU_ASSERT_EQUAL(taprt_rank_on(&l, 4), -1);
+	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 4, .tp = 4, .devices = twice}, &l), -1);
+	CU_ASSERT_EQUAL(taprt_layout_of(&(taprt_program){.nranks = 4, .tp = 4, .devices = past}, &l), -1);
 }
 
 /* The backend table: threads always, nccl named but not built. */
