@@ -81,12 +81,8 @@ bool
 emit_is_view(Graph *g, NodeId id)
 {
 	Node *n = &g->nodes[id];
-	switch (n->op) {
-	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
-		break;
-	default:
+	if (!ir_op_is_view(n->op))
 		return false;
-	}
 	if (n->in[0] == IR_NONE || n->out[0] == IR_NONE)
 		return false;
 	for (int i = 0; i < g->noutputs; i++) /* outputs are computed into their buffer */

@@ -108,7 +108,7 @@ static void
 read_node(Reader *r, json_t *nd, int i, NodeKind *k)
 {
 	static const char *const keys[] = {"name", "count", "devices", "flops", "memory",
-		"intra_bw", "inter_bw", NULL};
+		"intra_bw", "inter_bw", "mem_bw", NULL};
 	snprintf(r->at, sizeof r->at, "nodes[%d].", i);
 	if (!json_is_object(nd)) {
 		r->at[strlen(r->at) - 1] = 0;
@@ -138,6 +138,7 @@ read_node(Reader *r, json_t *nd, int i, NodeKind *k)
 	k->memory = number(r, nd, "memory", true, 1, false);
 	k->intra_bw = number(r, nd, "intra_bw", k->devices > 1, 0, false);
 	k->inter_bw = number(r, nd, "inter_bw", false, 0, false);
+	k->mem_bw = number(r, nd, "mem_bw", false, 0, true);
 }
 
 bool
@@ -160,8 +161,8 @@ cluster_read(const char *path, Cluster *c)
 	}
 	Reader r = {.path = path, .ok = true};
 	memset(c, 0, sizeof *c);
-	static const char *const keys[] = {"latency", "alpha", "beta", "nodes", "name", "comment",
-		NULL};
+	static const char *const keys[] = {"latency", "op_latency", "alpha", "beta", "nodes", "name",
+		"comment", NULL};
 	json_t *nodes = NULL;
 	if (!json_is_object(root)) {
 		bad(&r, "the file", "wrong type: expected an object with \"nodes\"");
@@ -169,6 +170,7 @@ cluster_read(const char *path, Cluster *c)
 	}
 	known_keys(&r, root, keys);
 	c->latency = number(&r, root, "latency", false, 5e-6, true);
+	c->op_latency = number(&r, root, "op_latency", false, 0, true);
 	c->alpha = number(&r, root, "alpha", false, 1, false);
 	c->beta = number(&r, root, "beta", false, 1, false);
 	nodes = json_object_get(root, "nodes");

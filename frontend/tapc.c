@@ -47,7 +47,8 @@ extra_help(void)
 	    "\nTHE PROGRAM: make -C OUT builds OUT/NAME (NAME: the model file's stem), which takes\n"
 	    "  --check DIR, --inputs DIR --outputs DIR, --bench N; OUT/NAME --help lists them.\n"
 	    "\nTHE PLANNER: -mesh RxC is R nodes of C alike devices (-cost=flops=...,bw_intra=...,\n"
-	    "  bw_inter=...,latency=...,memory=... sets them); -cluster=FILE any cluster, in JSON:\n"
+	    "  bw_inter=...,latency=...,memory=...,op_latency=...,mem_bw=... sets them);\n"
+	    "  -cluster=FILE any cluster, in JSON (taprt-calibrate measures this machine):\n"
 	    "    {\"latency\": 1e-5, \"nodes\": [{\"name\": \"a100x4\", \"count\": 3, \"devices\": 4,\n"
 	    "      \"flops\": 1.56e14, \"memory\": 4e10, \"intra_bw\": 3e11, \"inter_bw\": 1.25e9}]}\n"
 	    "  mesh-map searches dp, tp, pp, the micro-batch size and which device runs which rank\n"
@@ -512,7 +513,8 @@ main(int argc, char **argv)
 	const char *bad;
 	if (!ir_cost_parse(&cost, o.cost, &bad)) {
 		diag_error("-cost: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, bw_inter, "
-		    "latency, memory (positive numbers) or objective=train|infer", bad);
+		    "latency, memory, op_latency, mem_bw (positive numbers) or objective=train|infer",
+		    bad);
 		ok = false;
 	}
 	Cluster cluster;

@@ -65,9 +65,11 @@ ir_cluster_mesh(Cluster *c, int rows, int cols, const CostModel *m)
 	k->memory = m->memory;
 	k->intra_bw = m->bw_intra;
 	k->inter_bw = m->bw_inter;
+	k->mem_bw = m->mem_bw;
 	c->nnodes = rows;
 	c->ndevices = rows * cols;
 	c->latency = m->latency;
+	c->op_latency = m->op_latency;
 	c->alpha = c->beta = 1;
 }
 

@@ -177,8 +177,10 @@ ir_cost_parse(CostModel *m, const char *spec, const char **bad)
 			    strcmp(key, "bw_intra") == 0 ? &m->bw_intra :
 			    strcmp(key, "bw_inter") == 0 ? &m->bw_inter :
 			    strcmp(key, "latency") == 0 ? &m->latency :
+			    strcmp(key, "op_latency") == 0 ? &m->op_latency :
+			    strcmp(key, "mem_bw") == 0 ? &m->mem_bw :
 			    strcmp(key, "memory") == 0 ? &m->memory : NULL;
-			bool zero_ok = dst == &m->latency;
+			bool zero_ok = dst == &m->latency || dst == &m->op_latency || dst == &m->mem_bw;
 			if (!dst || end == val || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
 				return *eq = '=', false;
 			*dst = v;

@@ -46,6 +46,13 @@ ir_op_is_comm(Op op)
 }
 
 bool
+ir_op_is_view(Op op)
+{
+	return op == OP_Reshape || op == OP_Flatten || op == OP_Squeeze || op == OP_Unsqueeze ||
+	    op == OP_Identity;
+}
+
+bool
 ir_op_lookup(const char *name, Op *op)
 {
 	for (int i = 0; i < OP_COUNT; i++)

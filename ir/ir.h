@@ -40,6 +40,8 @@ const char *ir_op_name(Op op);          /* "MatMul" */
 OpKind ir_op_kind(Op op);
 bool ir_op_lookup(const char *name, Op *op); /* false if unsupported */
 bool ir_op_is_comm(Op op);              /* AllReduce, AllGather, ReduceScatter, Shard */
+bool ir_op_is_view(Op op);              /* may only rename its input's bytes: Reshape, Flatten,
+					 * Squeeze, Unsqueeze, Identity */
 
 /* -------------------------------------------------------------- dtypes */
 
@@ -213,6 +215,8 @@ typedef struct {
 	double bw_inter;                /* bytes/s between nodes */
 	double latency;                 /* seconds per collective call */
 	double memory;                  /* bytes per device */
+	double mem_bw;                  /* bytes/s an operator streams (0: not modelled) */
+	double op_latency;              /* seconds per operator call (0: not modelled) */
 	bool train;                     /* cost a training step (fwd+bwd) or a forward pass */
 } CostModel;
 
@@ -243,6 +247,7 @@ typedef struct {
 	double flops;                   /* per device, FLOP/s */
 	double memory;                  /* per device, bytes */
 	double intra_bw, inter_bw;      /* bytes/s */
+	double mem_bw;                  /* bytes/s an operator streams on one device (0: not modelled) */
 } NodeKind;
 
 typedef struct {
@@ -250,6 +255,7 @@ typedef struct {
 	NodeKind kinds[CLUSTER_MAX_KINDS];
 	int nnodes, ndevices;
 	double latency;                 /* seconds per message or collective */
+	double op_latency;              /* seconds per operator call, on any device */
 	double alpha, beta;
 } Cluster;
 

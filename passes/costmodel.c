@@ -28,6 +28,10 @@ xcalloc(size_t n, size_t size)
 	return p;
 }
 
+/* Per subgraph and stage: FLOPs, TP ring bytes, collectives, operator
+ * calls, bytes streamed. */
+#define NCOMP 5
+
 /* ------------------------------------------------------------ memo */
 
 typedef struct {
@@ -160,6 +164,8 @@ measure(CostCtx *m, int tp, SubCost *sc)
 		Node *nd = &g->nodes[n];
 		SubCost *x = &sc[sub_of(g, n)];
 		int j = sub_of(g, n);
+		bool call = !ir_op_is_view(nd->op) && !ir_op_is_comm(nd->op);
+		x->nops += call; /* a call per micro-batch */
 		if (tp > 1) {
 			double c0 = s->compute, m0 = s->comm;
 			int k0 = s->ncoll;
@@ -167,10 +173,14 @@ measure(CostCtx *m, int tp, SubCost *sc)
 				die("costmodel: TAP's plan for tp %d does not route at '%s'", tp, nd->name);
 			for (int i = 0; i < nd->nin; i++) {
 				TensorId t = nd->in[i];
-				if (t != IR_NONE && g->tensors[t].kind == TK_WEIGHT && seen[t] != j + 1) {
+				if (t == IR_NONE)
+					continue;
+				double b = (double)ir_nbytes(&g->tensors[t]) / (is_split(&s->need[i]) ? tp : 1);
+				bool w = g->tensors[t].kind == TK_WEIGHT;
+				*(w ? &x->wread : &x->bytes) += call ? b : 0;
+				if (w && seen[t] != j + 1) {
 					seen[t] = j + 1;
-					x->weight_bytes += (double)ir_nbytes(&g->tensors[t]) /
-					    (is_split(&s->need[i]) ? tp : 1);
+					x->weight_bytes += b;
 				}
 			}
 			for (int o = 0; o < nd->nout; o++) {
@@ -183,8 +193,9 @@ measure(CostCtx *m, int tp, SubCost *sc)
 					tp_convert(s, t, s->lay[t], (Layout){L_R, 0, 1}, &bits);
 				per[t] = (double)ir_nbytes(&g->tensors[t]) /
 				    (!crosses && is_split(&s->lay[t]) ? tp : 1);
-				x->act_bytes += (double)ir_nbytes(&g->tensors[t]) /
-				    (is_split(&s->lay[t]) ? tp : 1);
+				double b = (double)ir_nbytes(&g->tensors[t]) / (is_split(&s->lay[t]) ? tp : 1);
+				x->act_bytes += b;
+				x->bytes += call ? b : 0;
 			}
 			x->flops += s->compute - c0;
 			x->coll_bytes += s->comm - m0;
@@ -193,6 +204,9 @@ measure(CostCtx *m, int tp, SubCost *sc)
 			x->flops += (double)ir_node_flops(g, n);
 			for (int i = 0; i < nd->nin; i++) {
 				TensorId t = nd->in[i];
+				if (t != IR_NONE && call)
+					*(g->tensors[t].kind == TK_WEIGHT ? &x->wread : &x->bytes) +=
+					    (double)ir_nbytes(&g->tensors[t]);
 				if (t != IR_NONE && g->tensors[t].kind == TK_WEIGHT && seen[t] != j + 1) {
 					seen[t] = j + 1;
 					x->weight_bytes += (double)ir_nbytes(&g->tensors[t]);
@@ -202,6 +216,7 @@ measure(CostCtx *m, int tp, SubCost *sc)
 				if (nd->out[o] != IR_NONE) {
 					per[nd->out[o]] = (double)ir_nbytes(&g->tensors[nd->out[o]]);
 					x->act_bytes += per[nd->out[o]];
+					x->bytes += call ? per[nd->out[o]] : 0;
 				}
 		}
 	}
@@ -244,13 +259,12 @@ cm_subcosts(CostCtx *m, int tp)
 
 /* ------------------------------------------------------------ rates */
 
-static double
-device_flops(const Cluster *c, int d, double *memory)
+static const NodeKind *
+kind_of(const Cluster *c, int d)
 {
 	int k;
 	ir_cluster_device(c, d, NULL, &k, NULL);
-	*memory = c->kinds[k].memory;
-	return c->kinds[k].flops;
+	return &c->kinds[k];
 }
 
 double
@@ -272,12 +286,13 @@ cm_rates(const Cluster *c, const int *dev, int dp, int tp, int pp, int d, StageR
 		StageRate *x = &r[s];
 		*x = (StageRate){.memory = INFINITY};
 		for (int e = d < 0 ? 0 : d; e < (d < 0 ? dp : d + 1); e++) {
-			double slow = INFINITY, next = INFINITY;
+			double slow = INFINITY, next = INFINITY, stream = INFINITY;
 			for (int q = 0; q < tp; q++) {
 				int a = dev[(e * pp + s) * tp + q];
-				double mem, f = device_flops(c, a, &mem);
-				slow = f < slow ? f : slow;
-				x->memory = mem < x->memory ? mem : x->memory;
+				const NodeKind *k = kind_of(c, a);
+				slow = k->flops < slow ? k->flops : slow;
+				stream = k->mem_bw < stream ? k->mem_bw : stream;
+				x->memory = k->memory < x->memory ? k->memory : x->memory;
 				ring[q] = a;
 				if (s + 1 < pp) {
 					double l = ir_cluster_link(c, a, dev[(e * pp + s + 1) * tp + q]);
@@ -285,8 +300,9 @@ cm_rates(const Cluster *c, const int *dev, int dp, int tp, int pp, int d, StageR
 				}
 			}
 			double fs = c->alpha / slow, cs = tp > 1 ? c->beta / cm_ring_bw(c, ring, tp) : 0;
-			double ns = s + 1 < pp ? c->beta / next : 0;
+			double ns = s + 1 < pp ? c->beta / next : 0, bs = stream > 0 ? c->alpha / stream : 0;
 			x->flop_s = fs > x->flop_s ? fs : x->flop_s;
+			x->byte_s = bs > x->byte_s ? bs : x->byte_s;
 			x->coll_s = cs > x->coll_s ? cs : x->coll_s;
 			x->next_s = ns > x->next_s ? ns : x->next_s;
 		}
@@ -324,35 +340,40 @@ cm_evaluate(CostCtx *m, PlanChoice *p, int *cutout)
 	cm_rates(c, m->dev, dp, tp, K, -1, r);
 
 	/* the stage cut, on the worst replica's rates */
-	double *item = xcalloc((size_t)n * 3, sizeof *item), *coef = xcalloc((size_t)K * 3, sizeof *coef);
+	double *item = xcalloc((size_t)n * NCOMP, sizeof *item);
+	double *coef = xcalloc((size_t)K * NCOMP, sizeof *coef);
 	double *cutc = xcalloc((size_t)n * (K > 1 ? K - 1 : 1), sizeof *cutc);
 	double *mi = xcalloc((size_t)n * 2, sizeof *mi), *mc = xcalloc((size_t)K * 2, sizeof *mc);
 	double *cap = xcalloc(K, sizeof *cap);
 	for (int i = 0; i < n; i++) {
-		item[i * 3] = sc[i].flops * scale;
-		item[i * 3 + 1] = sc[i].coll_bytes * scale;
-		item[i * 3 + 2] = sc[i].ncoll;
+		item[i * NCOMP] = sc[i].flops * scale;
+		item[i * NCOMP + 1] = sc[i].coll_bytes * scale;
+		item[i * NCOMP + 2] = sc[i].ncoll;
+		item[i * NCOMP + 3] = sc[i].nops;
+		item[i * NCOMP + 4] = sc[i].bytes * scale + sc[i].wread;
 		mi[i * 2] = sc[i].weight_bytes;
 		mi[i * 2 + 1] = sc[i].act_bytes * scale;
 		for (int j = 0; j + 1 < K; j++)
 			cutc[i * (K - 1) + j] = cmul * (lat + sc[i].cross_bytes * scale * r[j].next_s);
 	}
 	for (int j = 0; j < K; j++) {
-		coef[j * 3] = r[j].flop_s * fm;
-		coef[j * 3 + 1] = r[j].coll_s * cmul;
-		coef[j * 3 + 2] = tp > 1 ? lat * cmul : 0;
+		coef[j * NCOMP] = r[j].flop_s * fm;
+		coef[j * NCOMP + 1] = r[j].coll_s * cmul;
+		coef[j * NCOMP + 2] = tp > 1 ? lat * cmul : 0;
+		coef[j * NCOMP + 3] = c->op_latency * fm;
+		coef[j * NCOMP + 4] = r[j].byte_s * fm;
 		mc[j * 2] = wf;
 		mc[j * 2 + 1] = in_flight(m->train, K, j, M);
 		cap[j] = r[j].memory;
 	}
-	PipeProblem pr = {.n = n, .k = K, .micro = M, .ncomp = 3, .item = item, .coef = coef,
+	PipeProblem pr = {.n = n, .k = K, .micro = M, .ncomp = NCOMP, .item = item, .coef = coef,
 		.cut = K > 1 ? cutc : NULL, .nmem = 2, .mem_item = mi, .mem_coef = mc, .mem_cap = cap,
 		.max_bounds = 64};
 	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
 	int key[3] = {n, K, M};
 	hash_bytes(&h1, &h2, key, sizeof key);
-	hash_bytes(&h1, &h2, item, sizeof *item * n * 3);
-	hash_bytes(&h1, &h2, coef, sizeof *coef * K * 3);
+	hash_bytes(&h1, &h2, item, sizeof *item * n * NCOMP);
+	hash_bytes(&h1, &h2, coef, sizeof *coef * K * NCOMP);
 	hash_bytes(&h1, &h2, cutc, sizeof *cutc * n * (K > 1 ? K - 1 : 0));
 	hash_bytes(&h1, &h2, mi, sizeof *mi * n * 2);
 	hash_bytes(&h1, &h2, mc, sizeof *mc * K * 2);
@@ -402,12 +423,15 @@ cm_evaluate(CostCtx *m, PlanChoice *p, int *cutout)
 	/* per stage: FLOPs, ring bytes, collectives, weights, activations, and
 	 * the bytes to the next stage */
 	double *F = xcalloc(K, sizeof *F), *V = xcalloc(K, sizeof *V), *N = xcalloc(K, sizeof *N);
+	double *O = xcalloc(K, sizeof *O), *Y = xcalloc(K, sizeof *Y);
 	double *W = xcalloc(K, sizeof *W), *A = xcalloc(K, sizeof *A), *X = xcalloc(K, sizeof *X);
 	for (int j = 0; j < K; j++) {
 		for (int i = cut[j]; i < cut[j + 1]; i++) {
 			F[j] += sc[i].flops * scale;
 			V[j] += sc[i].coll_bytes * scale;
 			N[j] += sc[i].ncoll;
+			O[j] += sc[i].nops;
+			Y[j] += sc[i].bytes * scale + sc[i].wread;
 			W[j] += sc[i].weight_bytes;
 			A[j] += sc[i].act_bytes * scale;
 		}
@@ -416,7 +440,7 @@ cm_evaluate(CostCtx *m, PlanChoice *p, int *cutout)
 		p->memory = mem > p->memory ? mem : p->memory;
 		if (mem > cap[j]) {
 			free(cap);
-			free(F), free(V), free(N), free(W), free(A), free(X);
+			free(F), free(V), free(N), free(O), free(Y), free(W), free(A), free(X);
 			return;
 		}
 	}
@@ -426,8 +450,8 @@ cm_evaluate(CostCtx *m, PlanChoice *p, int *cutout)
 		cm_rates(c, m->dev, dp, tp, K, d, r);
 		double most = 0, sum = 0;
 		for (int j = 0; j < K; j++) {
-			double t = F[j] * r[j].flop_s * fm + (tp > 1 ? V[j] * r[j].coll_s * cmul +
-			    N[j] * lat * cmul : 0);
+			double t = (F[j] * r[j].flop_s + O[j] * c->op_latency + Y[j] * r[j].byte_s) * fm +
+			    (tp > 1 ? V[j] * r[j].coll_s * cmul + N[j] * lat * cmul : 0);
 			most = t > most ? t : most;
 			sum += t;
 			if (j + 1 < K)
@@ -451,5 +475,5 @@ cm_evaluate(CostCtx *m, PlanChoice *p, int *cutout)
 	}
 	p->seconds = p->pipeline + p->dpsync;
 	free(cap);
-	free(F), free(V), free(N), free(W), free(A), free(X);
+	free(F), free(V), free(N), free(O), free(Y), free(W), free(A), free(X);
 }

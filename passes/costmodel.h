@@ -6,7 +6,10 @@
  * The model, per candidate (dp, tp, pp, micro-batch size b, placement),
  * on a graph whose pipe-shard subgraphs are the layers:
  *   compute  a stage's FLOPs (one rank's share under TAP's plan for tp)
- *            at the slowest device of its TP group, times alpha (eq. 3);
+ *            at the slowest device of its TP group, times alpha (eq. 3),
+ *            plus op_latency per operator call (a calibrated launch cost)
+ *            and the bytes each operator reads and writes at the device's
+ *            mem_bw (when given: what makes elementwise work cost);
  *   TP sync  each collective: latency + beta * ring bytes / slowest link
  *            of the TP group's ring (eq. 1, see docs/planner.md);
  *   p2p      activations crossing a cut: latency + beta * bytes / link;
@@ -33,6 +36,9 @@ typedef struct {
 	double flops;                   /* one rank's forward FLOPs */
 	double coll_bytes;              /* TP collectives: ring bytes (all-reduce 2(n-1)/n x M) */
 	double ncoll;                   /* TP collectives, forward */
+	double nops;                    /* operator calls, forward (views and collectives not) */
+	double bytes;                   /* one rank's activation bytes its operators read and write */
+	double wread;                   /* ... and weight bytes they read (per micro-batch, unscaled) */
 	double act_bytes;               /* one rank's activations (every op's outputs) */
 	double weight_bytes;            /* one rank's weights */
 	double cross_bytes;             /* one rank's share of what crosses the cut after it */
@@ -41,6 +47,7 @@ typedef struct {
 /* A stage's rates on its devices (worst over the replicas, or one's). */
 typedef struct {
 	double flop_s;                  /* seconds per forward FLOP: alpha / slowest device */
+	double byte_s;                  /* seconds per byte an operator streams (0: not modelled) */
 	double coll_s;                  /* seconds per TP ring byte: beta / slowest ring link */
 	double next_s;                  /* seconds per byte to the next stage: beta / link */
 	double memory;                  /* bytes of its smallest device */

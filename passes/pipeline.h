@@ -72,7 +72,7 @@ double pipe_dp(const double *a, int n, int k, const double *b, int micro, int *c
  * feasible one (evenly spaced among them): exact when 0.  Returns the
  * objective and fills cut[0..k]; < 0 when no partition fits.
  */
-#define PIPE_MAX_COMP 4
+#define PIPE_MAX_COMP 6
 
 typedef struct {
 	int n, k, micro;

@@ -28,6 +28,10 @@
 #include "passes/costmodel.h"
 #include "passes/pipeline.h"
 
+/* Per subgraph: FLOPs, TP ring bytes, collectives, operator calls, bytes
+ * the operators stream. */
+#define NCOMP 5
+
 /* Ring bytes of a collective node (eq. 1 without the link: all-reduce
  * 2(n-1)/n of the tensor, gathers and scatters (n-1)/n); 0 for others. */
 static double
@@ -42,12 +46,13 @@ ring_bytes(Graph *g, NodeId n, int tp)
 }
 
 /* The problem a pipeline's stages pose: per subgraph a rank's forward
- * FLOPs, TP ring bytes and collectives; per stage forward and backward
+ * FLOPs, TP ring bytes, collectives and operator calls; per stage forward
+ * and backward
  * seconds per unit on its devices; cut costs; memory. */
 typedef struct {
 	int n, k, M;
-	double *item;                   /* [n * 3] */
-	double *fcoef, *bcoef, *coef;   /* [k * 3]: forward, backward, both */
+	double *item;                   /* [n * NCOMP] */
+	double *fcoef, *bcoef, *coef;   /* [k * NCOMP]: forward, backward, both */
 	double *cut;                    /* [n * (k-1)] */
 	double *mi, *mc, *cap;          /* memory: [n * 2], [k * 2], [k] */
 	double comm;                    /* mean transfer, for the simulator */
@@ -59,9 +64,9 @@ stage_times(const Stages *S, const int *cut, double *f, double *b)
 	for (int j = 0; j < S->k; j++) {
 		f[j] = b[j] = 0;
 		for (int i = cut[j]; i < cut[j + 1]; i++)
-			for (int c = 0; c < 3; c++) {
-				f[j] += S->fcoef[j * 3 + c] * S->item[i * 3 + c];
-				b[j] += S->bcoef[j * 3 + c] * S->item[i * 3 + c];
+			for (int c = 0; c < NCOMP; c++) {
+				f[j] += S->fcoef[j * NCOMP + c] * S->item[i * NCOMP + c];
+				b[j] += S->bcoef[j * NCOMP + c] * S->item[i * NCOMP + c];
 			}
 	}
 }
@@ -192,7 +197,7 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	/* per subgraph, one rank's: FLOPs, ring bytes, collectives, weights,
 	 * activations, bytes crossing the cut after it */
 	Stages S = {.n = nsub, .k = k, .M = M};
-	S.item = calloc((size_t)nsub * 3, sizeof *S.item);
+	S.item = calloc((size_t)nsub * NCOMP, sizeof *S.item);
 	S.mi = calloc((size_t)nsub * 2, sizeof *S.mi);
 	double *cross = calloc(nsub, sizeof *cross);
 	int64_t *wbytes = calloc(nsub, sizeof *wbytes);
@@ -201,9 +206,12 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		int j = nd->subgraph;
-		S.item[j * 3] += (double)ir_node_flops(g, n);
-		S.item[j * 3 + 1] += ring_bytes(g, n, tp);
-		S.item[j * 3 + 2] += ir_op_is_comm(nd->op) && nd->op != OP_Shard;
+		S.item[j * NCOMP] += (double)ir_node_flops(g, n);
+		S.item[j * NCOMP + 1] += ring_bytes(g, n, tp);
+		S.item[j * NCOMP + 2] += ir_op_is_comm(nd->op) && nd->op != OP_Shard;
+		bool call = !ir_op_is_view(nd->op) && !ir_op_is_comm(nd->op);
+		S.item[j * NCOMP + 3] += call;
+		S.item[j * NCOMP + 4] += call ? (double)ir_node_bytes(g, n) : 0;
 		for (int i = 0; i < nd->nin; i++) {
 			TensorId t = nd->in[i];
 			if (t != IR_NONE && g->tensors[t].kind == TK_WEIGHT && counted[t] != j + 1) {
@@ -227,17 +235,19 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	for (int j = 0; j < nsub; j++)
 		S.mi[j * 2] = (double)wbytes[j];
 	double lat = cl->latency, cmul = train ? 2 : 1;
-	S.fcoef = calloc((size_t)k * 3, sizeof *S.fcoef);
-	S.bcoef = calloc((size_t)k * 3, sizeof *S.bcoef);
-	S.coef = calloc((size_t)k * 3, sizeof *S.coef);
+	S.fcoef = calloc((size_t)k * NCOMP, sizeof *S.fcoef);
+	S.bcoef = calloc((size_t)k * NCOMP, sizeof *S.bcoef);
+	S.coef = calloc((size_t)k * NCOMP, sizeof *S.coef);
 	S.mc = calloc((size_t)k * 2, sizeof *S.mc);
 	S.cap = calloc(k, sizeof *S.cap);
 	for (int j = 0; j < k; j++) {
-		double f[3] = {r[j].flop_s, r[j].coll_s, tp > 1 ? lat : 0};
-		for (int c = 0; c < 3; c++) {
-			S.fcoef[j * 3 + c] = f[c];
-			S.bcoef[j * 3 + c] = train ? (c == 0 ? 2 * f[c] : f[c]) : 0;
-			S.coef[j * 3 + c] = S.fcoef[j * 3 + c] + S.bcoef[j * 3 + c];
+		/* backward: twice the FLOPs, calls and bytes, every collective again */
+		double f[NCOMP] = {r[j].flop_s, r[j].coll_s, tp > 1 ? lat : 0, cl->op_latency,
+			r[j].byte_s};
+		for (int c = 0; c < NCOMP; c++) {
+			S.fcoef[j * NCOMP + c] = f[c];
+			S.bcoef[j * NCOMP + c] = train ? (c == 1 || c == 2 ? f[c] : 2 * f[c]) : 0;
+			S.coef[j * NCOMP + c] = S.fcoef[j * NCOMP + c] + S.bcoef[j * NCOMP + c];
 		}
 		S.mc[j * 2] = train ? 4 : 1;
 		S.mc[j * 2 + 1] = train ? (k - j < M ? k - j : M) : 1;
@@ -251,7 +261,7 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 			S.cut[c * (k - 1) + j] = cmul * v; /* activations and gradients */
 			S.comm += v / ((double)nsub * (k - 1));
 		}
-	PipeProblem pr = {.n = nsub, .k = k, .micro = M, .ncomp = 3, .item = S.item,
+	PipeProblem pr = {.n = nsub, .k = k, .micro = M, .ncomp = NCOMP, .item = S.item,
 		.coef = S.coef, .cut = S.cut, .nmem = 2, .mem_item = S.mi, .mem_coef = S.mc,
 		.mem_cap = S.cap};
 	int *cut = calloc(k + 1, sizeof *cut), *best = calloc(k + 1, sizeof *best);
@@ -267,9 +277,9 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	double *f = calloc(nsub, sizeof *f), *b = calloc(nsub, sizeof *b);
 	for (int i = 0; i < nsub; i++)
 		for (int j = 0; j < k; j++)
-			for (int c = 0; c < 3; c++) {
-				f[i] += S.fcoef[j * 3 + c] * S.item[i * 3 + c] / k;
-				b[i] += S.bcoef[j * 3 + c] * S.item[i * 3 + c] / k;
+			for (int c = 0; c < NCOMP; c++) {
+				f[i] += S.fcoef[j * NCOMP + c] * S.item[i * NCOMP + c] / k;
+				b[i] += S.bcoef[j * NCOMP + c] * S.item[i * NCOMP + c] / k;
 			}
 	pipe_autopipe(f, train ? b : NULL, nsub, k, M, S.comm, cut);
 	t = simulate(&S, cut, train);

@@ -167,6 +167,24 @@ test_cost_by_hand(void)
 	CU_ASSERT_DOUBLE_EQUAL(p.dpsync, 10.241, 1e-9);
 	CU_ASSERT_DOUBLE_EQUAL(p.seconds, 12.803, 1e-9);
 
+	/* with a call cost of 0.01 s and streaming at 1000 and 500 B/s: each
+	 * micro-batch's MatMul reads 32 + 512 bytes and writes 64 (x, h and y
+	 * scale with the batch, the weights do not), so
+	 *   t0 = 3 (256/2000 + 0.01 + 608/1000) = 2.238,
+	 *   t1 = 3 (256/1000 + 0.01 + 608/500) = 4.446,
+	 *   eq. 4: 4.446 + 2.238 + 4.446 + 2.562 = 13.692, + 1.025 */
+	g->cluster.op_latency = 0.01;
+	g->cluster.kinds[0].mem_bw = 1000;
+	g->cluster.kinds[1].mem_bw = 500;
+	cm_free(&cm);
+	cm_init(&cm, g);
+	p = (PlanChoice){.dp = 2, .tp = 1, .pp = 2, .mbs = 1, .micro = 2, .place = 0};
+	cm_evaluate(&cm, &p, NULL);
+	CU_ASSERT_DOUBLE_EQUAL(p.pipeline, 13.692, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(p.seconds, 14.717, 1e-9);
+	g->cluster.op_latency = 0;
+	g->cluster.kinds[0].mem_bw = g->cluster.kinds[1].mem_bw = 0;
+
 	/* inference: no backward, no DP sync, one micro-batch in flight */
 	g->cost.train = false;
 	cm_free(&cm);
