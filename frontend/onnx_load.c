@@ -872,6 +872,11 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 		    optype, domain);
 		return false;
 	}
+	if (ir_op_lookup(optype, &op) && ir_op_kind(op) == OPK_TRAIN) {
+		diag_file(L->path, "node '%s' (%s): '%s' is one of tapc's training ops, which only its passes make; a model cannot use it",
+		    nname, optype, optype);
+		return false;
+	}
 	if (ir_op_lookup(optype, &op) && ir_op_is_comm(op)) {
 		diag_file(L->path, "node '%s' (%s): '%s' is tapc's own collective, which only tp-rewrite makes; a model cannot use it",
 		    nname, optype, optype);

@@ -144,7 +144,7 @@ check_tensor(Graph *g, TensorId id)
 {
 	Tensor *t = &g->tensors[id];
 	const char *what = t->kind == TK_INPUT ? "input" : t->kind == TK_WEIGHT ? "weight" :
-	    t->kind == TK_CONST ? "constant" : "value";
+	    t->kind == TK_CONST ? "constant" : t->kind == TK_STATE ? "state" : "value";
 	if (t->kind == TK_VALUE && t->rank < 0 && t->dtype == DT_UNDEF)
 		return true;            /* "?[?]": inference will type it */
 	if (!ir_dtype_supported(t->dtype)) {

@@ -24,12 +24,17 @@ import onnx.defs
 MAX_OPSET = 18
 HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
 
-# tapc's collectives (ir/ops.def, made by tp-rewrite): attributes and types
+# tapc's own ops (ir/ops.def: the collectives tp-rewrite makes, the training
+# ops): attributes and types
 OWN = {
     "AllReduce": [],
     "AllGather": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],
     "ReduceScatter": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],
     "Shard": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],
+    # the optimizers (torch.optim's SGD and AdamW; passes/optimizer.c)
+    "SGD": [("lr", "FLOAT", 1), ("momentum", "FLOAT", 0), ("weight_decay", "FLOAT", 0)],
+    "AdamW": [("beta1", "FLOAT", 0), ("beta2", "FLOAT", 0), ("eps", "FLOAT", 0),
+              ("lr", "FLOAT", 1), ("weight_decay", "FLOAT", 0)],
 }
 
 # python3-onnx 1.12 knows opsets up to 17; tapc reads 18.  The operators
@@ -103,6 +108,10 @@ def main():
                 add((a, TYPES[at.type], int(at.required)), lo, hi)
         for a, t, req in OPSET18.get(op, []):
             add((a, t, req), MAX_OPSET, MAX_OPSET)
+        # If's branches are lowered into nodes of the graph by the loader
+        # (ir.h, Node.region): the If node keeps no graph attributes
+        if op == "If":
+            ranges = {k: v for k, v in ranges.items() if k[1] != "GRAPH"}
         for (a, t, req), rs in sorted(ranges.items()):
             for lo, hi in rs:
                 out.append("ATTR(%s, %s, %s, %d, %d, %d)" % (op, a, t, lo, hi, req))

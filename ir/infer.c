@@ -2127,6 +2127,8 @@ bool
 ir_infer_node(Graph *g, NodeId n)
 {
 	Node *nd = ir_node(g, n);
+	if (ir_op_kind(nd->op) == OPK_TRAIN)
+		return ir_infer_train(g, n);
 	if (!check_arity(g, n))
 		return false;
 	switch (nd->op) {

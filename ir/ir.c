@@ -176,6 +176,7 @@ ir_new(const char *name)
 	g->dir = ".";
 	ir_cost_defaults(&g->cost);
 	ir_cluster_mesh(&g->cluster, 1, 1, &g->cost);
+	g->loss = IR_NONE;
 	return g;
 }
 

@@ -34,6 +34,8 @@ typedef enum {
 typedef enum {
 	OPK_UNARY, OPK_BINARY, OPK_VARIADIC, OPK_REDUCE, OPK_SHAPE, OPK_NN,
 	OPK_COMM,                       /* tapc's own collectives: never in a model file */
+	OPK_TRAIN,                      /* tapc's own training ops (gradients, optimizers):
+					 * made by passes, never in a model file */
 } OpKind;
 
 const char *ir_op_name(Op op);          /* "MatMul" */
@@ -83,6 +85,8 @@ typedef enum {
 	TK_INPUT,                       /* graph input, fed at run time */
 	TK_WEIGHT,                      /* initializer (parameter) */
 	TK_CONST,                       /* constant made by tapc or a Constant attribute */
+	TK_STATE,                       /* optimizer state (momentum, Adam's moments): persists
+					 * across training steps, zero at the start */
 } TensorKind;
 
 /* Where a tensor's bytes are.  Only weights and constants have data. */
@@ -382,6 +386,12 @@ typedef struct Graph {
 	const char *pipe_method;        /* which planner's assignment won */
 	double pipe_ms;                 /* stage-assign's time */
 
+	/* training (passes/loss.c, autodiff.c, optimizer.c): the scalar loss and,
+	 * per trainable weight, the tensor holding d loss / d weight */
+	TensorId loss;                  /* IR_NONE: an inference graph */
+	int ngrads;
+	struct GradPair { TensorId weight, grad; } *grads; /* arena */
+
 	/* def-use, rebuilt by ir_reindex */
 	int *nusers;                    /* per tensor */
 	NodeId **users;                 /* per tensor, the consuming nodes */
@@ -519,6 +529,8 @@ bool ir_batch_respecialize(Graph *g, const BatchPlan *plan, int64_t batch);
  * diag_node() error.
  */
 bool ir_infer_node(Graph *g, NodeId n);
+/* Arity and shapes of the OPK_TRAIN ops (ir/infer_train.c). */
+bool ir_infer_train(Graph *g, NodeId n);
 bool ir_infer_all(Graph *g);            /* every node in order */
 bool ir_eval_node(Graph *g, NodeId n);  /* true if it set the outputs' values */
 /* An integer Div/Mod by a known zero, or of a known minimum by -1: false

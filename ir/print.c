@@ -115,6 +115,7 @@ put_source(Printer *pr, TensorId id)
 	case TK_INPUT: fputs("input ", pr->f); break;
 	case TK_WEIGHT: fputs("weight ", pr->f); break;
 	case TK_CONST: fputs("const ", pr->f); break;
+	case TK_STATE: fputs("state ", pr->f); break;
 	default: unreachable();
 	}
 	if (t->kind != TK_CONST) {

@@ -666,6 +666,8 @@ parse_source(Reader *r, int num, TensorKind kind)
 	parse_type(r, id);
 	if (kind == TK_INPUT)
 		ir_add_input(g, id);
+	if (kind == TK_STATE && (peek(r, '@') || peek(r, '=')))
+		error(r, "a state tensor has no data: it is zero when training starts");
 	if (consume(r, "@"))
 		parse_location(r, id);
 	else if (consume(r, "="))
@@ -930,8 +932,8 @@ parse_assign(Reader *r)
 	word[n] = 0;
 	r->p += n;
 	static const char *kinds[] = {[TK_INPUT] = "input", [TK_WEIGHT] = "weight",
-	    [TK_CONST] = "const"};
-	for (int k = TK_INPUT; k <= TK_CONST; k++)
+	    [TK_CONST] = "const", [TK_STATE] = "state"};
+	for (int k = TK_INPUT; k <= TK_STATE; k++)
 		if (strcmp(word, kinds[k]) == 0) {
 			TensorId *o = (TensorId *)r->outs.p;
 			if (r->outs.n != sizeof(TensorId) || o[0] == IR_NONE)

@@ -21,7 +21,7 @@ check_source(Graph *g, TensorId id)
 		    t->name);
 		return false;
 	}
-	if (t->kind == TK_INPUT)
+	if (t->kind == TK_INPUT || t->kind == TK_STATE) /* state: zero, no data */
 		return true;
 	/* a tensor-parallel slice records the whole tensor's bytes */
 	int64_t parts = t->slice_axis >= 0 ? t->slice_parts : 1;

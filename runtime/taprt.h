@@ -163,6 +163,8 @@ typedef struct taprt_ctx {
 	int stage;                      /* this rank's pipeline stage */
 	int dp_rank;                    /* this rank's data-parallel replica */
 	int intra_threads;              /* BLAS threads per rank */
+	int64_t step;                   /* training: the step being run, from 1 (AdamW's
+					 * bias corrections); 0 outside training */
 	char error[256];                /* set with a non-zero return */
 } taprt_ctx;
 
