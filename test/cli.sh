@@ -196,8 +196,8 @@ check "... one line" sh -c "[ \$(wc -l < '$tmp/err') = 1 ]"
 check "... nothing written" sh -c "[ ! -e '$tmp/unstaged' ]"
 expect 0 "-emit=schedule" "$TAPC" $gpt -mesh 1x4 -pp=4 -batch=8 -microbatches=8 -emit=schedule -o "$tmp/s.svg"
 check "-emit=schedule: an SVG" sh -c "head -c 5 '$tmp/s.svg' | grep -q '<svg '"
-check "-emit=schedule: a box per device and per micro-batch forward and backward" \
-    sh -c "[ \$(grep -c '<rect ' '$tmp/s.svg') = 68 ]"
+check "-emit=schedule: a box per device and per micro-batch, forward only (an inference program)" \
+    sh -c "[ \$(grep -c '<rect ' '$tmp/s.svg') = 36 ]"
 check "-emit=schedule: the placement" has "$tmp/s.svg" "device 3: rank 3, replica 0, stage 3, tp 0"
 check "-emit=schedule: well-formed XML" python3 -c "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])" "$tmp/s.svg"
 expect 0 "-emit=schedule without a pipeline: the placement" "$TAPC" $gpt -mesh 2x2 -tp=4 -emit=schedule

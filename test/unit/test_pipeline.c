@@ -527,6 +527,7 @@ stage_assign_gpt(void)
 		Graph *g = fixture_graph("gpt");
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 		PassCtx cx = {0};
+		g->cost.train = true; /* 1F1B, the simulation below */
 		ir_cluster_mesh(&g->cluster, 1, k, &g->cost);
 		g->mesh = (Mesh){.rows = 1, .cols = k, .dp = 1, .tp = 1, .pp = k};
 		g->microbatches = 4;

@@ -117,6 +117,7 @@ two_layers(void)
 	g->nsubgraphs = 2;
 	ir_reindex(g);
 	two_kinds(&g->cluster);
+	g->cost.train = true;
 	return g;
 }
 

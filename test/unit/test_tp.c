@@ -17,6 +17,7 @@ static PassCtx
 ctx(Graph *g, int tp)
 {
 	PassCtx cx = {.min_duplicate = 2};
+	g->cost.train = true; /* TAP's objective: Megatron's plan is the training step's best */
 	ir_cluster_mesh(&g->cluster, 1, tp, &g->cost);
 	g->mesh = (Mesh){.rows = 1, .cols = tp, .dp = 1, .tp = tp, .pp = 1};
 	return cx;
