@@ -307,7 +307,7 @@ static const struct {
 	signed char imin, imax, omin, omax;
 } arity[OP_COUNT] = {
 	[OP_Clip] = {1, 3, 1, 1}, [OP_Dropout] = {1, 3, 1, 2},
-	[OP_AllReduce] = {1, 1, 1, 1}, [OP_AllGather] = {1, 1, 1, 1},
+	[OP_AllReduce] = {1, -1, 1, -1}, [OP_AllGather] = {1, 1, 1, 1},
 	[OP_ReduceScatter] = {1, 1, 1, 1}, [OP_Shard] = {1, 1, 1, 1},
 	[OP_Max] = {1, -1, 1, 1}, [OP_Min] = {1, -1, 1, 1}, [OP_Sum] = {1, -1, 1, 1},
 	[OP_Mean] = {1, -1, 1, 1}, [OP_Where] = {3, 3, 1, 1},
@@ -2091,8 +2091,20 @@ infer_comm(Graph *g, NodeId n)
 {
 	Tensor *x = in(g, n, 0);
 	Shape s = shape_of(x);
-	if (g->nodes[n].op == OP_AllReduce)
-		return set_out(g, n, 0, x->dtype, &s);
+	if (g->nodes[n].op == OP_AllReduce) { /* a bucket: each output its input's */
+		Node *nd = &g->nodes[n];
+		if (nd->nin != nd->nout) {
+			diag_node(g, n, "%d inputs and %d outputs: an all-reduce of a bucket has as many "
+			    "of each", nd->nin, nd->nout);
+			return false;
+		}
+		for (int i = 0; i < nd->nin; i++) {
+			Shape si = shape_of(in(g, n, i));
+			if (!set_out(g, n, i, in(g, n, i)->dtype, &si))
+				return false;
+		}
+		return true;
+	}
 	int64_t axis = ir_attr_int(g, n, "axis", 0);
 	int64_t parts = ir_attr_int(g, n, "parts", 0);
 	int64_t blocks = ir_attr_int(g, n, "blocks", 1);

@@ -155,31 +155,110 @@ split_of(taprt_ctx *cx, const taprt_node *n, const char *op, const taprt_tensor 
 
 /* ------------------------------------------------------------ kernels */
 
+/* The group a collective runs over: the TP group, or with group="dp" the
+ * data-parallel group (the gradient all-reduce). */
+static const taprt_group *
+group_of(taprt_ctx *cx, const taprt_node *n)
+{
+	const char *g = taprt_attr_str(n, "group", "tp");
+	return strcmp(g, "dp") == 0 ? &cx->dp_group : &cx->tp_group;
+}
+
+/* Scale a reduced buffer by 1/k: the mean over the group. */
+static void
+scale(void *buf, int64_t count, int dtype, int k)
+{
+	if (dtype == TAPRT_F32) {
+		float *p = buf, s = 1.0f / (float)k;
+		for (int64_t i = 0; i < count; i++)
+			p[i] *= s;
+	} else if (dtype == TAPRT_F64) {
+		double *p = buf, s = 1.0 / k;
+		for (int64_t i = 0; i < count; i++)
+			p[i] *= s;
+	}
+}
+
+/*
+ * AllReduce(x1..xn) -> (y1..yn): each y the sum (mean=1: the mean) of its x
+ * over the group.  Several tensors are one bucket: packed into a scratch
+ * buffer, reduced by one call, unpacked, as DDP's gradient buckets.
+ */
 void
 taprt_op_AllReduce(taprt_ctx *cx, const taprt_node *n)
 {
-	const taprt_tensor *x;
-	taprt_tensor *y;
-	if (!io(cx, n, "AllReduce", true, &x, &y) || !group_ok(cx, n, "AllReduce", true))
-		return;
-	bool same = true;
-	for (int a = 0; a < x->rank; a++)
-		same = same && x->dims[a] == y->dims[a];
-	if (!same) {
-		char a[160], b[160];
-		shape_str(a, sizeof a, x);
-		shape_str(b, sizeof b, y);
-		taprt_fail(cx, "node '%s' (AllReduce): output %s is not the input's shape %s",
-		    n->name, b, a);
+	const taprt_group *grp = group_of(cx, n);
+	bool mean = taprt_attr_int(n, "mean", 0) != 0;
+	if (n->nin != n->nout || n->nin < 1) {
+		taprt_fail(cx, "node '%s' (AllReduce): %d inputs and %d outputs, expected as many of each",
+		    n->name, n->nin, n->nout);
 		return;
 	}
-	move(y->data, x->data, y->numel * taprt_dtype_size(y->dtype));
-	if (cx->tp_group.size == 1 || y->numel == 0)
+	int64_t total = 0;
+	int dtype = -1;
+	for (int i = 0; i < n->nin; i++) {
+		const taprt_tensor *x = n->in[i];
+		taprt_tensor *y = n->out[i];
+		if (!x || !y || x->dtype != y->dtype) {
+			taprt_fail(cx, "node '%s' (AllReduce): input and output %d differ", n->name, i);
+			return;
+		}
+		if (x->numel != y->numel) {
+			char a[160], b[160];
+			shape_str(a, sizeof a, x);
+			shape_str(b, sizeof b, y);
+			taprt_fail(cx, "node '%s' (AllReduce): output %d %s is not the input's shape %s",
+			    n->name, i, b, a);
+			return;
+		}
+		if (dtype >= 0 && x->dtype != dtype) {
+			taprt_fail(cx, "node '%s' (AllReduce): a bucket of mixed dtypes", n->name);
+			return;
+		}
+		dtype = x->dtype;
+		if (dtype != TAPRT_F32 && dtype != TAPRT_F64 && dtype != TAPRT_I32 && dtype != TAPRT_I64) {
+			taprt_bad_dtype(cx, n, "AllReduce", dtype);
+			return;
+		}
+		total += y->numel;
+	}
+	if (grp == &cx->tp_group && !group_ok(cx, n, "AllReduce", true))
 		return;
-	int rc = cx->be->allreduce(cx->comm, &cx->tp_group, y->data, y->numel, y->dtype,
-	    TAPRT_SUM);
-	if (rc != 0)
-		comm_failed(cx, n, "AllReduce", "allreduce", rc);
+	if (grp->size > 1 && (!cx->be || !cx->comm)) {
+		taprt_fail(cx, "node '%s' (AllReduce): a group of %d ranks but no communication backend",
+		    n->name, grp->size);
+		return;
+	}
+	int es = taprt_dtype_size(dtype);
+	for (int i = 0; i < n->nin; i++)
+		move(n->out[i]->data, n->in[i]->data, n->out[i]->numel * es);
+	if (grp->size == 1 || total == 0)
+		return;
+	void *buf = n->nout == 1 ? n->out[0]->data : taprt_scratch(total * es);
+	if (!buf) {
+		taprt_fail(cx, "node '%s' (AllReduce): no memory for a bucket of %lld bytes", n->name,
+		    (long long)(total * es));
+		return;
+	}
+	int64_t at = 0;
+	for (int i = 0; n->nout > 1 && i < n->nout; i++) {
+		memcpy((char *)buf + at, n->out[i]->data, n->out[i]->numel * es);
+		at += n->out[i]->numel * es;
+	}
+	int rc = cx->be->allreduce(cx->comm, grp, buf, total, dtype, TAPRT_SUM);
+	if (rc != 0) {
+		taprt_fail(cx, "node '%s' (AllReduce): %s allreduce over a %s group of %d failed: %s (%d)",
+		    n->name, cx->be->name, grp == &cx->dp_group ? "DP" : "TP", grp->size,
+		    cx->be->strerror(rc), rc);
+		return;
+	}
+	if (mean)
+		scale(buf, total, dtype, grp->size);
+	at = 0;
+	for (int i = 0; n->nout > 1 && i < n->nout; i++) {
+		memcpy(n->out[i]->data, (char *)buf + at, n->out[i]->numel * es);
+		at += n->out[i]->numel * es;
+	}
 }
 
 void
