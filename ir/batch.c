@@ -97,6 +97,11 @@ pin(An *a, NodeId n, int i)
 static void
 mixes(An *a, NodeId n, const char *why)
 {
+	/* a training loss is a mean over the replica's rows: the gradient
+	 * all-reduce averages the replicas (passes/loss.c) */
+	const Node *nd = &a->g->nodes[n];
+	if (a->g->loss != IR_NONE && nd->nout == 1 && nd->out[0] == a->g->loss)
+		return;
 	if (a->plan->mixer == IR_NONE) {
 		a->plan->mixer = n;
 		snprintf(a->plan->mix_why, sizeof a->plan->mix_why, "%s", why);

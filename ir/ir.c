@@ -472,6 +472,10 @@ ir_compact(Graph *g)
 		live[g->inputs[i]] = true;
 	for (int i = 0; i < g->noutputs; i++)
 		live[g->outputs[i]] = true;
+	if (g->loss != IR_NONE)
+		live[g->loss] = true;
+	for (int i = 0; i < g->ngrads; i++)
+		live[g->grads[i].weight] = live[g->grads[i].grad] = true;
 	mark_attr_tensors(g, live);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
@@ -514,6 +518,12 @@ ir_compact(Graph *g)
 		g->inputs[i] = tmap[g->inputs[i]];
 	for (int i = 0; i < g->noutputs; i++)
 		g->outputs[i] = tmap[g->outputs[i]];
+	if (g->loss != IR_NONE)
+		g->loss = tmap[g->loss];
+	for (int i = 0; i < g->ngrads; i++) {
+		g->grads[i].weight = tmap[g->grads[i].weight];
+		g->grads[i].grad = tmap[g->grads[i].grad];
+	}
 	for (int gi = 0; gi < g->ngroups; gi++) {
 		GraphNode *gn = &g->groups[gi];
 		int k = 0;
@@ -524,6 +534,30 @@ ir_compact(Graph *g)
 	}
 	free(live);
 	free(tmap);
+	free(nmap);
+	ir_reindex(g);
+}
+
+void
+ir_reorder(Graph *g, const NodeId *order)
+{
+	int n = g->nnodes;
+	Node *nodes = malloc(sizeof *nodes * (n + 1));
+	NodeId *nmap = malloc(sizeof *nmap * (n + 1));
+	if (!nodes || !nmap)
+		die("out of memory");
+	for (int i = 0; i < n; i++) {
+		nodes[i] = g->nodes[order[i]];
+		nmap[order[i]] = i;
+	}
+	memcpy(g->nodes, nodes, sizeof *nodes * n);
+	for (TensorId t = 0; t < g->ntensors; t++)
+		if (g->tensors[t].producer != IR_NONE)
+			g->tensors[t].producer = nmap[g->tensors[t].producer];
+	for (int gi = 0; gi < g->ngroups; gi++)
+		for (int i = 0; i < g->groups[gi].nnodes; i++)
+			g->groups[gi].nodes[i] = nmap[g->groups[gi].nodes[i]];
+	free(nodes);
 	free(nmap);
 	ir_reindex(g);
 }

@@ -116,7 +116,13 @@ typedef struct {
 	int slice_axis;                 /* -1: the whole tensor */
 	int slice_parts;                /* ranks sharing the axis (the TP degree) */
 	int slice_blocks;               /* >= 1; 3 for a fused q,k,v weight */
+	/* After tp-rewrite (Graph.tp_layouts): how the TP ranks hold the tensor,
+	 * TPK_R replicated, TPK_S split, TPK_P partial sums; autodiff needs it
+	 * to sum the ranks' partial gradients. */
+	int8_t tp_kind;
 } Tensor;
+
+enum { TPK_R, TPK_S, TPK_P };
 
 int64_t ir_numel(const Tensor *t);      /* product of dims; 1 for a scalar */
 int64_t ir_nbytes(const Tensor *t);
@@ -389,6 +395,8 @@ typedef struct Graph {
 	/* training (passes/loss.c, autodiff.c, optimizer.c): the scalar loss and,
 	 * per trainable weight, the tensor holding d loss / d weight */
 	TensorId loss;                  /* IR_NONE: an inference graph */
+	bool tp_layouts;                /* tp-rewrite set every Tensor.tp_kind (not kept in
+					 * IR text: a rank's graph read back lacks them) */
 	int ngrads;
 	struct GradPair { TensorId weight, grad; } *grads; /* arena */
 
@@ -423,6 +431,10 @@ const char *ir_attr_str(const Graph *g, NodeId n, const char *name, const char *
 void ir_reindex(Graph *g);
 /* Drop dead nodes and tensors nothing refers to; renumbers ids and reindexes. */
 void ir_compact(Graph *g);
+/* Put the nodes in a new order: order[i] is the id of the node to be at
+ * position i (a permutation; the caller keeps it topological).  Producers
+ * and GraphNode lists follow; reindexes. */
+void ir_reorder(Graph *g, const NodeId *order);
 
 static inline Tensor *ir_tensor(Graph *g, TensorId t) { return &g->tensors[t]; }
 static inline Node *ir_node(Graph *g, NodeId n) { return &g->nodes[n]; }

@@ -13,6 +13,16 @@
 /* What the user asks of the passes; what they decide is in the Graph (the
  * plan: Graph.mesh, device, search, stages). */
 enum { SEARCH_AUTO, SEARCH_EXHAUSTIVE, SEARCH_ANNEAL };
+enum { LOSS_CROSS_ENTROPY, LOSS_MSE };
+enum { OPT_SGD, OPT_ADAMW };
+
+/* -train's request (passes/loss.c, optimizer.c). */
+typedef struct {
+	bool on;                        /* -train */
+	int loss;                       /* LOSS_* */
+	int optimizer;                  /* OPT_* */
+	double lr, momentum, weight_decay, beta1, beta2, eps;
+} TrainRequest;
 
 typedef struct {
 	int dp, tp, pp, microbatches;   /* -dp -tp -pp -microbatches: > 0 forced, 0 searched */
@@ -21,6 +31,7 @@ typedef struct {
 	unsigned seed;                  /* -seed=N for the annealing */
 	int min_duplicate;              /* -min-duplicate=N (fold-scopes) */
 	unsigned tp_random;             /* -tp-random=SEED: a random valid plan (testing) */
+	TrainRequest train;
 } PassCtx;
 
 typedef bool (*PassFn)(Graph *g, PassCtx *cx);
@@ -40,7 +51,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,grad-sync,optimizer,stage-assign,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

@@ -27,13 +27,14 @@ is_copy(Graph *g, Node *n)
 	return !ir_attr_int(g, (NodeId)(n - g->nodes), "training_mode", 0);
 }
 
+/* A graph output, or the training loss: read after the graph runs. */
 static bool
 is_output(Graph *g, TensorId t)
 {
 	for (int i = 0; i < g->noutputs; i++)
 		if (g->outputs[i] == t)
 			return true;
-	return false;
+	return t == g->loss && t != IR_NONE;
 }
 
 bool

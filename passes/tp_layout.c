@@ -282,6 +282,8 @@ tp_crosses(TpState *s, TensorId t)
 	for (int i = 0; i < g->noutputs; i++)
 		if (g->outputs[i] == t)
 			return true;
+	if (t == g->loss)               /* read after the graph, whole: replicated */
+		return true;
 	for (int u = 0; u < g->nusers[t]; u++)
 		if (s->region[g->users[t][u]] != s->region[p])
 			return true;

@@ -90,6 +90,7 @@ new_value(Rw *w, TensorId orig, Layout l, const char *what)
 	char name[512];
 	snprintf(name, sizeof name, "%s:%s%d", g->tensors[orig].name, what, w->counter++);
 	TensorId t = ir_add_tensor(g, name, TK_VALUE, g->tensors[orig].dtype);
+	g->tensors[t].tp_kind = (int8_t)l.kind; /* L_R, L_S, L_P are TPK_R, TPK_S, TPK_P */
 	int64_t d[IR_MAX_RANK];
 	local_dims(w, orig, l, d);
 	ir_set_shape(&g->tensors[t], g->tensors[orig].rank, d);
@@ -166,6 +167,7 @@ slice_weight(Rw *w, TensorId orig, Layout l, bool shared)
 	x->slice_axis = l.axis;
 	x->slice_parts = w->s->tp;
 	x->slice_blocks = l.blocks;
+	x->tp_kind = TPK_S;
 	x->value = NULL;
 	add_version(w, orig, l, t);
 	return t;
@@ -361,11 +363,13 @@ pass_tp_rewrite(Graph *g, PassCtx *cx)
 			int64_t d[IR_MAX_RANK];
 			local_dims(&w, t, lay[t].kind == L_S ? lay[t] : R, d);
 			memcpy(g->tensors[t].dims, d, sizeof d);
+			g->tensors[t].tp_kind = (int8_t)lay[t].kind;
 		}
 		local_shape_inputs(&w, &nd);
 		if (gemm_ar[n]) { /* product, all-reduce, then the bias once */
 			TensorId y = nd.out[0], c = nd.in[2];
 			TensorId part = new_value(&w, y, R, "partial");
+			g->tensors[part].tp_kind = TPK_P;
 			nd.out = ir_alloc(&g->arena, sizeof(TensorId));
 			nd.out[0] = part;
 			TensorId *in = ir_alloc(&g->arena, sizeof(TensorId) * 3);
@@ -390,20 +394,24 @@ pass_tp_rewrite(Graph *g, PassCtx *cx)
 			}
 		}
 	}
-	/* outputs: the replicated versions, under the original names */
-	for (int i = 0; i < g->noutputs; i++) {
-		TensorId t = g->outputs[i], r = crossed[t];
+	/* outputs and the loss: the replicated versions, under the original names */
+	for (int i = 0; i <= g->noutputs; i++) {
+		TensorId *at = i < g->noutputs ? &g->outputs[i] : &g->loss;
+		if (*at == IR_NONE)
+			continue;
+		TensorId t = *at, r = crossed[t];
 		if (r != t) {
 			const char *nm = g->tensors[t].name;
 			g->tensors[t].name = g->tensors[r].name;
 			g->tensors[r].name = nm;
-			g->outputs[i] = r;
+			*at = r;
 		}
 	}
 	free(old);
 
 	ir_compact(g);          /* drops a weight every use of which was cloned */
 	regroup(g);
+	g->tp_layouts = true;
 
 	/* 3. shapes: inference must agree with the plan */
 	int64_t (*want)[IR_MAX_RANK] = malloc(sizeof *want * (g->ntensors + 1));
