@@ -60,6 +60,19 @@ static cl::opt<std::string> Cluster("cluster", cl::desc("Plan for the cluster FI
     cl::value_desc("file"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> Cost("cost", cl::desc("The -mesh's devices: flops, bw_intra, bw_inter, latency, memory; and objective=train|infer (docs/planner.md)"),
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
+static cl::opt<bool> Train("train", cl::desc("Compile a training program: loss, backward pass, optimizer step (docs/training.md)"),
+    cl::cat(Cat));
+static cl::opt<std::string> Loss("loss", cl::desc("The loss -train minimizes: cross_entropy (over the last axis of the first output, int64 labels) or mse"),
+    cl::value_desc("cross_entropy|mse"), cl::init("cross_entropy"), cl::cat(Cat));
+static cl::opt<std::string> Optimizer("optimizer", cl::desc("The optimizer of -train: sgd or adamw (torch.optim's update rules)"),
+    cl::value_desc("sgd|adamw"), cl::init("sgd"), cl::cat(Cat));
+static cl::opt<double> LR("lr", cl::desc("Learning rate (default 1e-3)"), cl::value_desc("x"), cl::init(1e-3), cl::cat(Cat));
+static cl::opt<double> Momentum("momentum", cl::desc("SGD momentum (default 0)"), cl::value_desc("x"), cl::init(0), cl::cat(Cat));
+static cl::opt<double> WeightDecay("weight-decay", cl::desc("Weight decay (default: sgd 0, adamw 0.01, torch's)"),
+    cl::value_desc("x"), cl::init(-1), cl::cat(Cat));
+static cl::opt<double> Beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"), cl::value_desc("x"), cl::init(0.9), cl::cat(Cat));
+static cl::opt<double> Beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"), cl::value_desc("x"), cl::init(0.999), cl::cat(Cat));
+static cl::opt<double> Eps("eps", cl::desc("AdamW epsilon (default 1e-8)"), cl::value_desc("x"), cl::init(1e-8), cl::cat(Cat));
 static cl::opt<std::string> Search("search", cl::desc("How mesh-map searches: auto (exhaustive up to 100000 candidates, else annealing), exhaustive, anneal"),
     cl::value_desc("auto|exhaustive|anneal"), cl::init("auto"), cl::cat(Cat));
 static cl::opt<int> AnnealSteps("anneal-steps", cl::desc("Simulated annealing steps (default 500, as AMP)"),
@@ -126,6 +139,15 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->cost = Cost.c_str();
 	o->cluster = Cluster.c_str();
 	o->search = Search.c_str();
+	o->train = Train;
+	o->loss = Loss.c_str();
+	o->optimizer = Optimizer.c_str();
+	o->lr = LR;
+	o->momentum = Momentum;
+	o->weight_decay = WeightDecay;
+	o->beta1 = Beta1;
+	o->beta2 = Beta2;
+	o->eps = Eps;
 	o->anneal_steps = AnnealSteps;
 	o->seed = Seed;
 	o->tp_random = TPRandom;

@@ -38,6 +38,12 @@ typedef struct {
 	const char *cost;               /* -cost=key=value,... */
 	const char *cluster;            /* -cluster=FILE, "" for none */
 	const char *search;             /* -search=auto|exhaustive|anneal */
+	bool train;                     /* -train */
+	const char *loss;               /* -loss=cross_entropy|mse */
+	const char *optimizer;          /* -optimizer=sgd|adamw */
+	double lr, momentum;            /* -lr, -momentum */
+	double weight_decay;            /* -weight-decay; < 0: the optimizer's default */
+	double beta1, beta2, eps;       /* AdamW's */
 	int anneal_steps;               /* -anneal-steps=N, 0 = AMP's 500 */
 	unsigned seed;                  /* -seed=N */
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */

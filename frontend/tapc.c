@@ -550,6 +550,51 @@ main(int argc, char **argv)
 		diag_error("-microbatches=%d: at most %d", o.microbatches, IR_MAX_DEVICES);
 		ok = false;
 	}
+	/* -train */
+	cx.train = (TrainRequest){.on = o.train, .lr = o.lr, .momentum = o.momentum,
+		.weight_decay = o.weight_decay, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps};
+	if (strcmp(o.loss, "cross_entropy") == 0)
+		cx.train.loss = LOSS_CROSS_ENTROPY;
+	else if (strcmp(o.loss, "mse") == 0)
+		cx.train.loss = LOSS_MSE;
+	else {
+		diag_error("-loss=%s: expected cross_entropy or mse", o.loss);
+		ok = false;
+	}
+	if (strcmp(o.optimizer, "sgd") == 0)
+		cx.train.optimizer = OPT_SGD;
+	else if (strcmp(o.optimizer, "adamw") == 0)
+		cx.train.optimizer = OPT_ADAMW;
+	else {
+		diag_error("-optimizer=%s: expected sgd or adamw", o.optimizer);
+		ok = false;
+	}
+	if (!(o.lr > 0 && o.lr < 1e6) || !(o.momentum >= 0 && o.momentum < 1) ||
+	    !(o.weight_decay < 0 || (o.weight_decay >= 0 && o.weight_decay < 1e6)) ||
+	    !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
+	    !(o.eps > 0 && o.eps < 1)) {
+		diag_error("-lr=%g -momentum=%g -weight-decay=%g -beta1=%g -beta2=%g -eps=%g: expected "
+		    "lr > 0, momentum, beta1 and beta2 in [0, 1), weight decay >= 0, 0 < eps < 1",
+		    o.lr, o.momentum, o.weight_decay, o.beta1, o.beta2, o.eps);
+		ok = false;
+	}
+	if (o.train && o.pp > 1) {
+		diag_error("-train -pp=%d: pipeline training (1F1B and the other schedules) is not "
+		    "built yet; train with -pp=1 (data and tensor parallelism)", o.pp);
+		ok = false;
+	}
+	if (o.train && o.microbatches > 1) {
+		diag_error("-train -microbatches=%d: gradient accumulation over micro-batches is not "
+		    "built yet; a training step is one micro-batch per replica", o.microbatches);
+		ok = false;
+	}
+	if (o.train && strstr(o.cost, "objective=infer")) {
+		diag_error("-train -cost=objective=infer: a training program is planned for training");
+		ok = false;
+	}
+	if (o.train)
+		cost.train = true;
+
 	/* -dp/-tp/-pp alone: a single node of that many devices */
 	if (ok && !*o.mesh && !have_cluster && (o.dp > 0 || o.tp > 0 || o.pp > 0))
 		mesh.cols = (int)forced;
