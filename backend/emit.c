@@ -215,8 +215,12 @@ emit_program(Graph *g, const EmitOptions *o)
 		}
 	for (int s = 0; ok && s < emit_nstages(g); s++)
 		ok = emit_stage_c(g, s, &mps[s], tmp);
-	ok = ok && emit_main_c(g, o, tmp, rel) && emit_makefile(g, o, tmp) &&
+	EmitSave save = {0};
+	bool train = g->loss != IR_NONE;
+	ok = ok && (!train || emit_save(g, tmp, &save));
+	ok = ok && emit_main_c(g, o, tmp, rel, train ? &save : NULL) && emit_makefile(g, o, tmp) &&
 	    emit_plan_json(g, o, mps, tmp);
+	free(save.saved);
 	emit_memplans_free(g, mps);
 	bool written = ok; /* the writers said what failed; a rename has not */
 	if (ok && stat(out, &st) == 0) {

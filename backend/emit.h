@@ -49,6 +49,9 @@ bool emit_check_stages(Graph *g);
 /* A node that only renames its input's bytes (Reshape, Flatten, Squeeze,
  * Unsqueeze, a kept Identity): its output is a view, and no code runs. */
 bool emit_is_view(Graph *g, NodeId n);
+/* An op that writes output out into input i's storage (the optimizers:
+ * the weight and its state): i, else -1. */
+int emit_inplace(const Graph *g, NodeId n, int out);
 void emit_memplan_free(MemPlan *mp);
 /* Every stage's plan (emit_nstages entries), computed once for the sources
  * and plan.json; freed with emit_memplans_free. */
@@ -61,9 +64,26 @@ bool emit_check_files(Graph *g);
 /* Write the whole output directory; false after a diag error. */
 bool emit_program(Graph *g, const EmitOptions *o);
 
+/* What a training program's --save writes (emit_save.c): dir/save.onnx,
+ * the model with its trained weights external, and where each goes. */
+typedef struct {
+	int file;
+	int64_t offset;                 /* the weight's bytes in the model files */
+	int64_t out;                    /* its place in model.onnx.data */
+} EmitSaved;
+
+typedef struct {
+	int nsaved;
+	EmitSaved *saved;
+	int64_t data_bytes;
+} EmitSave;
+
+bool emit_save(Graph *g, const char *dir, EmitSave *s);
+
 /* Pieces, each writing one file into dir (emit_c.c, emit_make.c, plan_json.c). */
 bool emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir);
-bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir);
+bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir,
+    const EmitSave *save);
 bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir);
 bool emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mps, const char *dir);
 /* -MD: a make dependency file naming target's inputs (the input file, the

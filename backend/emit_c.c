@@ -371,12 +371,13 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	/* the weight table: where each weight's bytes are in the model files */
 	int nweights = 0;
 	for (int i = 0; i < ntensors; i++)
-		if (byn[i] != IR_NONE && mp->woffset[byn[i]] >= 0)
+		if (byn[i] != IR_NONE && mp->woffset[byn[i]] >= 0 &&
+		    g->tensors[byn[i]].kind == TK_WEIGHT)
 			nweights++;
 	fprintf(f, "static const taprt_weight W[%d] = {\n", nweights ? nweights : 1);
 	for (int i = 0; i < ntensors; i++) {
-		if (byn[i] == IR_NONE || mp->woffset[byn[i]] < 0)
-			continue;
+		if (byn[i] == IR_NONE || mp->woffset[byn[i]] < 0 || g->tensors[byn[i]].kind != TK_WEIGHT)
+			continue; /* optimizer state: zero, not loaded */
 		Tensor *t = &g->tensors[byn[i]];
 		fprintf(f, "\t{&T[%d], %d, %lld, %d, {", i, t->file, (long long)t->offset, t->rank);
 		for (int d = 0; d < t->rank; d++)
@@ -482,8 +483,11 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	for (int i = 0; i < g->noutputs; i++)
 		fprintf(f, "%s%d", i ? ", " : "", emit_tensor_stage(g, g->outputs[i]) == stage ? 1 : 0);
 	fprintf(f, "%s};\n", g->noutputs ? "" : "0");
-	fprintf(f, "const taprt_rank_program RANK_PROGRAM = {init, run, %lld, %lld, %d, W, READS, WRITES};\n",
+	fprintf(f, "const taprt_rank_program RANK_PROGRAM = {init, run, %lld, %lld, %d, W, READS, WRITES",
 	    (long long)mp->arena_bytes, (long long)mp->weight_bytes, nweights);
+	if (g->loss != IR_NONE && emit_tensor_stage(g, g->loss) == stage) /* training: the loss */
+		fprintf(f, ", &T[%d]", e.num[g->loss]);
+	fputs("};\n", f);
 	free(bound);
 	free(byn);
 	free(use);

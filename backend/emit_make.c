@@ -55,7 +55,8 @@ put_io(FILE *f, Graph *g, const char *what, int n, const TensorId *ids, int64_t 
 }
 
 bool
-emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir)
+emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir,
+    const EmitSave *save)
 {
 	char path[4096];
 	FILE *f = create(dir, "main.c", path, sizeof path);
@@ -94,6 +95,15 @@ emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_d
 			fprintf(f, "%s%d", r ? ", " : "", g->device[r]);
 		fputs("};\n\n", f);
 	}
+	if (save) { /* training: what --save writes (runtime/save.c) */
+		fprintf(f, "static const taprt_saved saved[%d] = {", save->nsaved ? save->nsaved : 1);
+		for (int i = 0; i < save->nsaved; i++)
+			fprintf(f, "%s{%d, %lld, %lld}", i ? ", " : "", save->saved[i].file,
+			    (long long)save->saved[i].offset, (long long)save->saved[i].out);
+		fprintf(f, "};\nstatic const taprt_save_table save = {\"save.onnx\", "
+		    "\"model.onnx.data\", %lld, %d, saved};\n\n", (long long)save->data_bytes,
+		    save->nsaved);
+	}
 	fputs("static const taprt_program program = {\n\t.name = ", f);
 	ir_esc_c_string(f, o->program);
 	fputs(",\n", f);
@@ -107,6 +117,8 @@ emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_d
 	fputs(",\n\t.ranks = ranks,\n", f);
 	if (g->device) /* mesh-map's placement: the device of each rank */
 		fputs("\t.devices = devices,\n", f);
+	if (save)
+		fputs("\t.train = true,\n\t.save = &save,\n", f);
 	fputs("};\n\n", f);
 	fputs("int\nmain(int argc, char **argv)\n{\n\treturn taprt_main(argc, argv, &program);\n}\n", f);
 	return finish(f, path);

@@ -77,6 +77,17 @@ give(FreeList *fl, int64_t off, int64_t size)
 	fl->n = k + 1;
 }
 
+int
+emit_inplace(const Graph *g, NodeId n, int out)
+{
+	switch (g->nodes[n].op) { /* the optimizers: (weight, grad, state...) -> (weight, state...) */
+	case OP_SGD: case OP_AdamW:
+		return out == 0 ? 0 : out + 1;
+	default:
+		return -1;
+	}
+}
+
 bool
 emit_is_view(Graph *g, NodeId id)
 {
@@ -179,6 +190,13 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			TensorId src = nd->in[0];
 			mp->view[nd->out[0]] = mp->view[src] != IR_NONE ? mp->view[src] : src;
 		}
+		for (int o = 0; o < nd->nout; o++) { /* in place: output o is input i's bytes */
+			int i = emit_inplace(g, n, o);
+			if (i >= 0 && nd->out[o] != IR_NONE) {
+				TensorId src = nd->in[i];
+				mp->view[nd->out[o]] = mp->view[src] != IR_NONE ? mp->view[src] : src;
+			}
+		}
 		for (int i = 0; i < nd->nin; i++) {
 			TensorId t = nd->in[i];
 			if (t != IR_NONE)
@@ -189,7 +207,8 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 	mp->weight_bytes = 0;
 	for (TensorId t = 0; t < nt; t++) {
 		Tensor *tt = &g->tensors[t];
-		if (tt->kind == TK_WEIGHT && tt->data == DATA_FILE && used[t]) {
+		/* weights from the model files, and optimizer state (zero) */
+		if (((tt->kind == TK_WEIGHT && tt->data == DATA_FILE) || tt->kind == TK_STATE) && used[t]) {
 			mp->woffset[t] = mp->weight_bytes;
 			if (__builtin_add_overflow(mp->weight_bytes, ALIGN(ir_nbytes(tt)), &mp->weight_bytes) ||
 			    mp->weight_bytes > EMIT_MAX_REGION)
@@ -216,6 +235,10 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			TensorId t = nd->out[i];
 			if (t == IR_NONE || is_out[t])
 				continue;
+			if (emit_inplace(g, n, i) >= 0) { /* its input's bytes */
+				mp->offset[t] = mp->offset[mp->view[t]];
+				continue;
+			}
 			mp->offset[t] = take(&fl, ALIGN(ir_nbytes(&g->tensors[t])));
 		}
 		/* outputs nobody reads die at once; inputs die at their last use */

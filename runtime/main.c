@@ -41,6 +41,8 @@ typedef struct {
 	long bench, warmup;
 	double rtol, atol;
 	int threads;
+	long train, bench_train;        /* --train N, --bench-train N: steps */
+	const char *data, *save;        /* --data DIR, --save DIR */
 } Options;
 
 /* This process's part of one run of the program. */
@@ -55,12 +57,15 @@ typedef struct {
 	int *all;                       /* 0 .. nranks-1, the group of every rank */
 	void **keep;                    /* buffers to free at the end */
 	int nkeep, capkeep;
+	const Options *o;
+	char *exe_dir;                  /* the executable's directory (--save's template) */
 } Run;
 
 typedef struct {
 	Run *run;
 	int rank;
 	int *tp_ranks;                  /* its TP group's global ranks */
+	int *dp_ranks;                  /* its DP group's */
 	void **in, **out;               /* its replica's rows; NULL: not its stage's */
 	long iters, warmup;
 	double ms;
@@ -82,7 +87,12 @@ usage(FILE *f, const char *argv0)
 	    "                   mpi (a process per rank: mpirun -np RANKS or srun) or nccl;\n"
 	    "                   built into this runtime: %s\n"
 	    "  --threads N      BLAS threads per rank (default 1)\n"
-	    "  --model FILE     the model file, if it moved since compiling\n",
+	    "  --model FILE     the model file, if it moved since compiling\n"
+	    "training programs (tapc -train):\n"
+	    "  --train N        run N training steps on --data DIR's batch, print each loss\n"
+	    "  --data DIR       DIR/input_N.pb and DIR/labels.pb: the batch\n"
+	    "  --save DIR       after training, write DIR/model.onnx with the trained weights\n"
+	    "  --bench-train N  time N training steps (after --warmup W)\n",
 	    argv0, taprt_backends_built());
 }
 
@@ -158,6 +168,28 @@ setup_failed(Run *m, const char *fmt, ...)
 	return 1;
 }
 
+/* After training step k: the loss of the step, the mean over the
+ * replicas of each replica's mean (the ranks holding a loss each add
+ * loss / count to an all-reduce over every rank); rank 0 prints it. */
+static int
+report_loss(Run *m, taprt_ctx *cx, const taprt_rank_program *rp, taprt_group *all, long k)
+{
+	double v[2] = {0, 0}; /* sum of losses, ranks that hold one */
+	if (rp->loss) {
+		v[0] = rp->loss->dtype == TAPRT_F64 ? *(const double *)rp->loss->data :
+		    *(const float *)rp->loss->data;
+		v[1] = 1;
+	}
+	int brc;
+	if (m->l.nranks > 1 && (brc = cx->be->allreduce(cx->comm, all, v, 2, TAPRT_F64,
+	    TAPRT_SUM)) != 0)
+		return taprt_fail(cx, "the loss of step %ld: allreduce failed: %s", k,
+		    cx->be->strerror(brc));
+	if (cx->rank == 0)
+		printf("step %ld loss %.6g\n", k, v[1] > 0 ? v[0] / v[1] : 0.0);
+	return 0;
+}
+
 static void *
 rank_main(void *arg)
 {
@@ -167,7 +199,8 @@ rank_main(void *arg)
 	taprt_coords c = taprt_coords_of(&m->l, a->rank);
 	taprt_ctx cx = {.rank = a->rank, .nranks = m->l.nranks, .be = m->be,
 		.comm = m->be->rank(m->world, a->rank), .tp_rank = c.tp_rank,
-		.tp_group = {m->l.tp, a->tp_ranks}, .stage = c.stage, .dp_rank = c.dp_rank};
+		.tp_group = {m->l.tp, a->tp_ranks}, .stage = c.stage, .dp_rank = c.dp_rank,
+		.dp_group = {m->l.dp, a->dp_ranks}};
 	cx.arena = aligned(rp->arena_bytes);
 	cx.weights = aligned(rp->weight_bytes);
 	cx.inputs = a->in;
@@ -184,16 +217,22 @@ rank_main(void *arg)
 	 * otherwise the first stage runs ahead and its buffered sends pile up. */
 	taprt_group all = {m->l.nranks, m->all};
 	bool flush = m->l.pp > 1;
+	bool train = m->o->train > 0 || m->o->bench_train > 0;
 	for (long i = 0; i < a->warmup + a->iters && rc == 0; i++) {
 		if (i == a->warmup)
 			a->ms = now_ms();
+		cx.step = train ? i + 1 : 0;
 		rc = rp->run(&cx);
 		int brc;
 		if (rc == 0 && flush && (brc = cx.be->barrier(cx.comm, &all)) != 0)
 			rc = taprt_fail(&cx, "barrier after iteration %ld failed: %s", i,
 			    cx.be->strerror(brc));
+		if (rc == 0 && m->o->train > 0)
+			rc = report_loss(m, &cx, rp, &all, i + 1);
 	}
 	a->ms = now_ms() - a->ms;
+	if (rc == 0 && m->o->save)
+		rc = taprt_save(&cx, m->p, rp, m->exe_dir, m->o->save);
 done:
 	if (rc != 0) {
 		snprintf(a->error, sizeof a->error, "rank %d: %s", a->rank,
@@ -273,7 +312,10 @@ read_input(const taprt_program *p, const char *dir, int i, int64_t first, int64_
 {
 	const taprt_io *io = &p->inputs[i];
 	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
+	if (p->train && strcmp(io->name, "labels") == 0) /* the training batch's labels */
+		snprintf(path, sizeof path, "%s/labels.pb", dir);
+	else
+		snprintf(path, sizeof path, "%s/input_%d.pb", dir, i);
 	taprt_pb shape = {.dtype = io->dtype, .rank = io->rank}, got;
 	memcpy(shape.dims, io->dims, sizeof shape.dims);
 	int rc = taprt_pb_read_part(path, taprt_pb_max_bytes(io_numel(io)), &shape, first, n, dst,
@@ -478,7 +520,9 @@ parse_options(int argc, char **argv, Options *o)
 		    strcmp(key, "--outputs") == 0 || strcmp(key, "--bench") == 0 ||
 		    strcmp(key, "--warmup") == 0 || strcmp(key, "--rtol") == 0 ||
 		    strcmp(key, "--atol") == 0 || strcmp(key, "--backend") == 0 ||
-		    strcmp(key, "--threads") == 0 || strcmp(key, "--model") == 0;
+		    strcmp(key, "--threads") == 0 || strcmp(key, "--model") == 0 ||
+		    strcmp(key, "--train") == 0 || strcmp(key, "--data") == 0 ||
+		    strcmp(key, "--save") == 0 || strcmp(key, "--bench-train") == 0;
 		if (!takes) {
 			fprintf(stderr, "%s: unknown option '%s' (--help lists them)\n", argv[0], a);
 			return 2;
@@ -496,6 +540,8 @@ parse_options(int argc, char **argv, Options *o)
 		else if (!strcmp(key, "--outputs")) o->outputs = v;
 		else if (!strcmp(key, "--backend")) o->backend = v;
 		else if (!strcmp(key, "--model")) o->model = v;
+		else if (!strcmp(key, "--data")) o->data = v;
+		else if (!strcmp(key, "--save")) o->save = v;
 		else if (!strcmp(key, "--rtol") || !strcmp(key, "--atol")) {
 			double d = strtod(v, &end);
 			if (*end || errno || !(d >= 0)) {
@@ -511,6 +557,8 @@ parse_options(int argc, char **argv, Options *o)
 			}
 			if (!strcmp(key, "--bench")) o->bench = n;
 			else if (!strcmp(key, "--warmup")) o->warmup = n;
+			else if (!strcmp(key, "--train")) o->train = n;
+			else if (!strcmp(key, "--bench-train")) o->bench_train = n;
 			else o->threads = (int)n;
 		}
 	}
@@ -518,11 +566,45 @@ parse_options(int argc, char **argv, Options *o)
 		fprintf(stderr, "%s: --check takes its inputs from DIR; do not add --inputs\n", argv[0]);
 		return 2;
 	}
-	if (!o->check && !o->inputs && !o->bench) {
+	bool training = o->train || o->bench_train;
+	if (training && (o->check || o->inputs || o->bench || o->outputs)) {
+		fprintf(stderr, "%s: --train and --bench-train take --data DIR (and --save DIR); "
+		    "not --check, --inputs, --outputs or --bench\n", argv[0]);
+		return 2;
+	}
+	if (o->train && o->bench_train) {
+		fprintf(stderr, "%s: give --train or --bench-train, not both\n", argv[0]);
+		return 2;
+	}
+	if (o->train && !o->data) {
+		fprintf(stderr, "%s: --train needs --data DIR (DIR/input_N.pb and DIR/labels.pb)\n",
+		    argv[0]);
+		return 2;
+	}
+	if ((o->data || o->save) && !training) {
+		fprintf(stderr, "%s: --data and --save go with --train\n", argv[0]);
+		return 2;
+	}
+	if (!o->check && !o->inputs && !o->bench && !training) {
 		usage(stderr, argv[0]);
 		return 2;
 	}
 	return 0;
+}
+
+/* The executable's directory (malloc'd). */
+static char *
+exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return strdup(".");
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = 0;
+	return strdup(buf);
 }
 
 /* The directory the model files are in: --model's, else model_dir beside the executable. */
@@ -557,7 +639,12 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	int rc = parse_options(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : rc;
-	Run m = {.argv0 = argv[0]};
+	Run m = {.argv0 = argv[0], .o = &o};
+	if ((o.train || o.bench_train) && !p->train) {
+		fprintf(stderr, "%s: --train and --bench-train need a training program (tapc -train)\n",
+		    argv[0]);
+		return 2;
+	}
 	if (taprt_layout_of(p, &m.l) != 0) {
 		fprintf(stderr, "%s: bad program table: %d ranks, degrees dp %d, tp %d, pp %d "
 		    "(the ranks must be dp x tp x pp, and their devices a permutation of them)\n",
@@ -628,14 +715,18 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	bool ok = dir && files && whole_out && want && args && th && m.all;
 	for (int r = 0; ok && r < m.count; r++) {
 		RankArg *a = &args[r];
-		*a = (RankArg){.run = &m, .rank = m.first + r, .iters = o.bench ? o.bench : 1,
-			.warmup = o.bench ? o.warmup : 0};
+		*a = (RankArg){.run = &m, .rank = m.first + r,
+			.iters = o.train ? o.train : o.bench_train ? o.bench_train : o.bench ? o.bench : 1,
+			.warmup = o.bench || o.bench_train ? o.warmup : 0};
 		a->tp_ranks = calloc(m.l.tp, sizeof *a->tp_ranks);
+		a->dp_ranks = calloc(m.l.dp, sizeof *a->dp_ranks);
 		a->in = calloc(p->ninputs + 1, sizeof *a->in);
 		a->out = calloc(p->noutputs + 1, sizeof *a->out);
-		ok = a->tp_ranks && a->in && a->out;
-		if (ok)
+		ok = a->tp_ranks && a->dp_ranks && a->in && a->out;
+		if (ok) {
 			taprt_group_of(&m.l, a->rank, TAPRT_GROUP_TP, a->tp_ranks);
+			taprt_group_of(&m.l, a->rank, TAPRT_GROUP_DP, a->dp_ranks);
+		}
 	}
 	if (!ok) {
 		setup_failed(&m, "out of memory");
@@ -650,7 +741,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		setup_failed(&m, "%s", err);
 		goto out;
 	}
-	const char *indir = o.check ? o.check : o.inputs;
+	const char *indir = o.check ? o.check : o.inputs ? o.inputs : o.data;
+	m.exe_dir = exe_dir();
 	if ((m.spread ? setup_spread(&m, &args[0], indir, whole_out) :
 	    setup_shared(&m, args, indir, whole_out)) != 0)
 		goto out;
@@ -698,7 +790,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		}
 	if (failed || (m.spread && gather_outputs(&m, &args[0], whole_out) != 0))
 		goto out;
-	if (o.bench) {
+	if (o.bench || o.bench_train) {
+		long n = o.bench ? o.bench : o.bench_train;
 		double ms = 0; /* the slowest rank's: the pipeline drains last */
 		for (int r = 0; r < m.count; r++)
 			ms = args[r].ms > ms ? args[r].ms : ms;
@@ -709,12 +802,13 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 			setup_failed(&m, "the slowest rank's time: allreduce failed: %s", m.be->strerror(brc));
 			goto out;
 		}
-		ms /= o.bench;
+		ms /= n;
 		int64_t batch = p->ninputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1;
 		if (root)
-			printf("%s: %ld iterations, %.4f ms/iteration, %.1f samples/s (batch %lld, %d rank%s)\n",
-			    p->name, o.bench, ms, ms > 0 ? batch * 1e3 / ms : 0.0, (long long)batch,
-			    p->nranks, p->nranks == 1 ? "" : "s");
+			printf("%s: %ld %s, %.4f ms/%s, %.1f samples/s (batch %lld, %d rank%s)\n",
+			    p->name, n, o.bench ? "iterations" : "training steps", ms,
+			    o.bench ? "iteration" : "step", ms > 0 ? batch * 1e3 / ms : 0.0,
+			    (long long)batch, p->nranks, p->nranks == 1 ? "" : "s");
 	}
 	rc = 0;
 	for (int i = 0; root && o.check && i < p->noutputs; i++)
@@ -738,6 +832,7 @@ out:
 	taprt_unmap_files();
 	for (int r = 0; args && r < m.count; r++) {
 		free(args[r].tp_ranks);
+		free(args[r].dp_ranks);
 		free(args[r].in);
 		free(args[r].out);
 	}
@@ -753,5 +848,6 @@ out:
 	free(th);
 	free(files);
 	free(dir);
+	free(m.exe_dir);
 	return rc;
 }

@@ -162,6 +162,8 @@ typedef struct taprt_ctx {
 	                                 * tp_group.ranks[tp_rank] == rank */
 	int stage;                      /* this rank's pipeline stage */
 	int dp_rank;                    /* this rank's data-parallel replica */
+	taprt_group dp_group;           /* the ranks of its stage and TP coordinate in every
+	                                 * replica, by replica: gradients are averaged there */
 	int intra_threads;              /* BLAS threads per rank */
 	int64_t step;                   /* training: the step being run, from 1 (AdamW's
 					 * bias corrections); 0 outside training */
@@ -202,7 +204,32 @@ typedef struct {
 	 * say what each process must load and send to rank 0. */
 	const bool *reads;
 	const bool *writes;
+	/* A training program's rank that computes the loss: the scalar tensor
+	 * its run() leaves it in (the mean over its replica's rows); NULL
+	 * otherwise. */
+	const taprt_tensor *loss;
 } taprt_rank_program;
+
+/*
+ * Where --save puts a trained weight: the weight's bytes in the model files
+ * (file and offset, as its taprt_weight names them) and its place in the
+ * saved model's data file.  The saved model is `template` (beside the
+ * executable; tapc wrote it: the input model with every trained weight an
+ * external tensor of `data`, model.onnx.data) with that data file written.
+ */
+typedef struct {
+	int file;
+	int64_t offset;
+	int64_t out;                    /* byte offset in the data file */
+} taprt_saved;
+
+typedef struct {
+	const char *template_file;      /* relative to the executable's directory */
+	const char *data_file;          /* the data file's name, beside the saved model */
+	int64_t data_bytes;
+	int nsaved;
+	const taprt_saved *saved;
+} taprt_save_table;
 
 typedef struct {
 	const char *name;               /* -> input_N / output_N names */
@@ -231,7 +258,17 @@ typedef struct {
 	 * so mpirun's order of hosts and slots is the cluster's.  NULL: rank r
 	 * on device r. */
 	const int *devices;             /* nranks entries, a permutation */
+	/* A training program (tapc -train): its input named "labels" is read
+	 * from labels.pb by --train; save says what --save writes. */
+	bool train;
+	const taprt_save_table *save;
 } taprt_program;
+
+/* --save: the trained weights of the ranks of replica 0 into DIR's model
+ * (runtime/save.c).  Collective over every rank of the program: called by
+ * each after training, with its context; 0, or -1 with cx->error set. */
+int taprt_save(taprt_ctx *cx, const taprt_program *p, const taprt_rank_program *rp,
+    const char *exe_dir, const char *dir);
 
 /* ------------------------------------------------------------ layout */
 

@@ -1,0 +1,161 @@
+#!/bin/sh
+# train.sh - tapc -train against torch (test/train, docs/training.md).
+#
+# For each model of test/train (GPT with an untied head, BERT, T5, ViT,
+# the MLP, the CNN), each optimizer (sgd, adamw: NAME/OPT/args) and each
+# plan of PLANS (default 1x1, 1x2 -tp=2, 2x1 -dp=2, 2x2 -dp=2 -tp=2):
+#   tapc NAME/model.onnx -train $(cat NAME/OPT/args) -batch=4 PLAN -o OUT
+#   make -C OUT && OUT/model --train 10 --data NAME/data --save SAVED
+# The 10 printed losses must match torch's (NAME/OPT/losses.txt: rtol 1e-3
+# for steps 1-3, 1e-2 for all), and SAVED/model.onnx, run by onnxruntime
+# on the batch, must give torch's trained model's outputs (NAME/OPT/
+# output_N.pb, rtol 1e-3, atol 1e-4).  onnxruntime-node is looked for in
+# ORT_DIR (default /tmp/ort; .ci/setup installs it); without node and it,
+# the saved model is compiled by tapc and checked with --check instead
+# (the same references), and the log says so.  Under MPI (TAPRT_MPI=yes and
+# mpirun), the 2x2 plan of every model also runs as 4 processes.
+. "$srcdir/test/lib.sh"
+cd "$srcdir"
+py=/usr/bin/python3
+ort_dir=${ORT_DIR:-/tmp/ort}
+ort=no
+command -v node >/dev/null 2>&1 && [ -d "$ort_dir/node_modules/onnxruntime-node" ] && ort=yes
+[ $ort = yes ] || echo "NOTE: no onnxruntime-node in $ort_dir: saved models are checked by tapc"
+
+# losses GOT WANT: the printed "step K loss L" lines against torch's
+cmp_losses='import sys
+got = {}
+for line in open(sys.argv[1]):
+    w = line.split()
+    if len(w) == 4 and w[0] == "step" and w[2] == "loss":
+        got[int(w[1])] = float(w[3])
+want = [float(x) for x in open(sys.argv[2])]
+bad = []
+for k, w in enumerate(want, 1):
+    g = got.get(k)
+    tol = 1e-3 if k <= 3 else 1e-2
+    if g is None or abs(g - w) > tol * abs(w):
+        bad.append("step %d: %s, torch %.6g" % (k, g, w))
+if len(got) != len(want) or bad:
+    print("losses differ:", "; ".join(bad) or "%d printed" % len(got))
+    sys.exit(1)'
+
+# saved MODEL DATA REF: the saved model in onnxruntime against torch's outputs
+ort_check='import json, os, subprocess, sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+model, data, ref, work, script = sys.argv[1:6]
+m = onnx.load(model, load_external_data=False)
+ins = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
+man = []
+for k, name in enumerate(ins):
+    t = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "input_%d.pb" % k)))
+    f = "in%d.bin" % k
+    t.tofile(os.path.join(work, f))
+    man.append({"name": name, "dtype": {"float32": "float32", "int64": "int64"}[str(t.dtype)],
+                "shape": list(t.shape), "file": f})
+json.dump(man, open(os.path.join(work, "inputs.json"), "w"))
+subprocess.run(["node", script, model, work, work], check=True, stderr=subprocess.DEVNULL)
+outs = json.load(open(os.path.join(work, "outputs.json")))
+bad = 0
+for k, o in enumerate(outs):
+    p = os.path.join(ref, "output_%d.pb" % k)
+    if not os.path.exists(p):
+        continue
+    want = numpy_helper.to_array(onnx.load_tensor(p))
+    got = np.fromfile(os.path.join(work, o["file"]), dtype=want.dtype).reshape(want.shape)
+    err = np.abs(got - want) - (1e-4 + 1e-3 * np.abs(want))
+    if (err > 0).any():
+        print("output %d: max abs err %.3g" % (k, np.abs(got - want).max()))
+        bad = 1
+sys.exit(bad)'
+
+run_train() { # NAME OPT PLAN (comma-separated flags) [NP: processes]
+	name=$1 opt=$2 plan=$3 np=${4:-}
+	flags=$(echo "$plan" | tr , ' ')
+	dir=test/train/$name
+	out="$tmp/$name-$opt-$(echo "$plan" | tr -c 'a-z0-9\n' _)${np:+-mpi}"
+	what="$name $opt ${plan:-1x1}${np:+ under mpirun -np $np}"
+	if ! "$TAPC" $dir/model.onnx -train $(cat $dir/$opt/args) -batch=4 $flags -o "$out" \
+	    2>"$tmp/err"; then
+		fail "$what: tapc: $(head -1 "$tmp/err")"
+		return
+	fi
+	if ! make -s -C "$out" >"$tmp/err" 2>&1; then
+		fail "$what: make"; head -5 "$tmp/err"
+		return
+	fi
+	rm -rf "$out.saved"
+	if [ -n "$np" ]; then
+		timeout 300 "$MPIRUN" --oversubscribe -np "$np" "$out/model" --backend=mpi --train 10 \
+		    --data $dir/data --save "$out.saved" >"$tmp/log" 2>&1
+	else
+		"$out/model" --train 10 --data $dir/data --save "$out.saved" >"$tmp/log" 2>&1
+	fi
+	if [ $? != 0 ]; then
+		fail "$what: training"; tail -5 "$tmp/log"
+		return
+	fi
+	if $py -c "$cmp_losses" "$tmp/log" $dir/$opt/losses.txt >"$tmp/cmp" 2>&1; then
+		pass "$what: 10 losses as torch's"
+	else
+		fail "$what: $(cat "$tmp/cmp")"; cat "$tmp/log"
+	fi
+	if [ $ort = yes ]; then
+		mkdir -p "$tmp/ort"
+		if ORT_DIR=$ort_dir $py -c "$ort_check" "$out.saved/model.onnx" $dir/data $dir/$opt \
+		    "$tmp/ort" test/e2e/ort_run.js >"$tmp/cmp" 2>&1; then
+			pass "$what: the saved model in onnxruntime gives torch's trained outputs"
+		else
+			fail "$what: the saved model in onnxruntime: $(tail -1 "$tmp/cmp")"
+		fi
+		rm -rf "$tmp/ort"
+	else
+		mkdir -p "$tmp/ref"
+		cp $dir/data/input_*.pb $dir/$opt/output_*.pb "$tmp/ref/"
+		if "$TAPC" "$out.saved/model.onnx" -batch=4 -o "$out.check" 2>"$tmp/err" &&
+		    make -s -C "$out.check" >/dev/null 2>&1 &&
+		    "$out.check/model" --check "$tmp/ref" --rtol 1e-3 --atol 1e-4 >"$tmp/cmp" 2>&1; then
+			pass "$what: the saved model (compiled by tapc) gives torch's trained outputs"
+		else
+			fail "$what: the saved model: $(head -3 "$tmp/err" "$tmp/cmp")"
+		fi
+		rm -rf "$tmp/ref" "$out.check"
+	fi
+	rm -rf "$out" "$out.saved"
+}
+
+for dir in test/train/*/; do
+	name=$(basename "$dir")
+	[ -f "$dir/model.onnx" ] || continue
+	for opt in sgd adamw; do
+		for plan in ${PLANS-"" -mesh,1x2,-tp=2 -mesh,1x2,-dp=2 -mesh,2x2,-dp=2,-tp=2}; do
+			run_train "$name" "$opt" "$plan"
+		done
+		if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
+			export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+			export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
+			run_train "$name" "$opt" "-mesh,2x2,-dp=2,-tp=2" 4
+		fi
+	done
+done
+
+# usage errors, one line each
+m=test/train/mlp/model.onnx
+expect_err() { # WHAT WANT ARGS...
+	what=$1 want=$2; shift 2
+	if "$@" >"$tmp/out" 2>"$tmp/err"; then
+		fail "$what: accepted"
+	elif grep -q -- "$want" "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ]; then
+		pass "$what"
+	else
+		fail "$what: $(cat "$tmp/err")"
+	fi
+}
+expect_err "-train -pp=2" "pipeline training" "$TAPC" $m -train -loss=mse -pp=2 -batch=4 -emit=ir
+expect_err "-train -microbatches=2" "gradient accumulation" "$TAPC" $m -train -loss=mse -microbatches=2 -batch=4 -emit=ir
+expect_err "-loss=hinge" "expected cross_entropy or mse" "$TAPC" $m -train -loss=hinge -emit=ir
+expect_err "-optimizer=lamb" "expected sgd or adamw" "$TAPC" $m -train -optimizer=lamb -emit=ir
+expect_err "-lr=0" "expected lr > 0" "$TAPC" $m -train -lr=0 -emit=ir
+finish
