@@ -472,6 +472,11 @@ ir_compact(Graph *g)
 		live[g->inputs[i]] = true;
 	for (int i = 0; i < g->noutputs; i++)
 		live[g->outputs[i]] = true;
+	/* training: the loss and each weight's gradient stay, renumbered */
+	if (g->loss != IR_NONE)
+		live[g->loss] = true;
+	for (int i = 0; i < g->ngrads; i++)
+		live[g->grads[i].weight] = live[g->grads[i].grad] = true;
 	mark_attr_tensors(g, live);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
@@ -514,6 +519,12 @@ ir_compact(Graph *g)
 		g->inputs[i] = tmap[g->inputs[i]];
 	for (int i = 0; i < g->noutputs; i++)
 		g->outputs[i] = tmap[g->outputs[i]];
+	if (g->loss != IR_NONE)
+		g->loss = tmap[g->loss];
+	for (int i = 0; i < g->ngrads; i++) {
+		g->grads[i].weight = tmap[g->grads[i].weight];
+		g->grads[i].grad = tmap[g->grads[i].grad];
+	}
 	for (int gi = 0; gi < g->ngroups; gi++) {
 		GraphNode *gn = &g->groups[gi];
 		int k = 0;
