@@ -280,7 +280,7 @@ grad_div(GradCtx *c, NodeId n, const TensorId *dy)
 }
 
 /*
- * y = a^b.  da = dy * b * a^(b-1); with b known at compile time the
+ * y = a^b.  da = dy * b * a^(b-1); with b a constant scalar the
  * constants b and b-1 are folded (b = 2, the decomposed LayerNorm's
  * square, is dy * 2a).  db = dy * y * log(a), 0 where a = 0 and b >= 0
  * (torch's pow_backward_exponent).
@@ -291,7 +291,9 @@ pow_base_grad(GradCtx *c, NodeId n, TensorId dy)
 	TensorId a = grad_in(c, n, 0), b = grad_in(c, n, 1);
 	Tensor *tb = grad_t(c, b);
 	DType dt = grad_t(c, a)->dtype;
-	const void *v = ir_numel(tb) <= 4096 ? ir_value(c->g, b) : NULL;
+	/* only a constant's value: a small float weight has a value at
+	 * compile time too, which training changes */
+	const void *v = tb->kind == TK_CONST ? ir_value(c->g, b) : NULL;
 	if (v && ir_numel(tb) == 1) {
 		double e = tb->dtype == DT_F32 ? *(const float *)v : tb->dtype == DT_F64 ?
 		    *(const double *)v : tb->dtype == DT_I32 ? *(const int32_t *)v :
