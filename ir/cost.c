@@ -92,6 +92,14 @@ ir_node_flops(Graph *g, NodeId id)
 			k *= w->dims[i];
 		return 2 * ir_numel(a) * k;
 	}
+	case OP_ConvGradWeight: {
+		/* the Conv's products again: every dY element meets a filter's taps */
+		Tensor *dy = &g->tensors[n->in[1]];
+		int64_t k = 1;
+		for (int i = 1; i < y->rank; i++)
+			k *= y->dims[i];
+		return 2 * ir_numel(dy) * k;
+	}
 	case OP_Resize: case OP_Upsample: {
 		/* taps per output element: 1, 2 per axis (linear), 4 (cubic) */
 		const char *m = ir_attr_str(g, id, "mode", "nearest");
@@ -99,8 +107,10 @@ ir_node_flops(Graph *g, NodeId id)
 		return 2 * taps * ir_numel(y);
 	}
 	case OP_Softmax: case OP_LogSoftmax: case OP_LayerNormalization:
-	case OP_InstanceNormalization:
+	case OP_InstanceNormalization: case OP_SoftmaxGrad: case OP_LogSoftmaxGrad:
 		return 5 * ir_numel(y);
+	case OP_LayerNormalizationGrad:
+		return 10 * ir_numel(a);        /* dY; output 0 may be absent */
 	case OP_Einsum:
 		return einsum_flops(g, id);
 	case OP_TopK: {

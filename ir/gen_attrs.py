@@ -35,6 +35,21 @@ OWN = {
     "SGD": [("lr", "FLOAT", 1), ("momentum", "FLOAT", 0), ("weight_decay", "FLOAT", 0)],
     "AdamW": [("beta1", "FLOAT", 0), ("beta2", "FLOAT", 0), ("eps", "FLOAT", 0),
               ("lr", "FLOAT", 1), ("weight_decay", "FLOAT", 0)],
+    # the gradient ops (passes/autodiff.c, docs/training.md): windows are
+    # explicit (no auto_pad), `shape` is the forward input's shape
+    "SoftmaxGrad": [("axis", "INT", 1)],
+    "LogSoftmaxGrad": [("axis", "INT", 1)],
+    "LayerNormalizationGrad": [("axis", "INT", 1), ("epsilon", "FLOAT", 0)],
+    "ConvGradWeight": [("dilations", "INTS", 0), ("group", "INT", 0), ("kernel_shape", "INTS", 1),
+                       ("pads", "INTS", 0), ("strides", "INTS", 0)],
+    "MaxPoolGrad": [("ceil_mode", "INT", 0), ("dilations", "INTS", 0), ("kernel_shape", "INTS", 1),
+                    ("pads", "INTS", 0), ("strides", "INTS", 0)],
+    "AveragePoolGrad": [("ceil_mode", "INT", 0), ("count_include_pad", "INT", 0),
+                        ("dilations", "INTS", 0), ("kernel_shape", "INTS", 1), ("pads", "INTS", 0),
+                        ("shape", "INTS", 1), ("strides", "INTS", 0)],
+    "GatherGrad": [("axis", "INT", 1), ("shape", "INTS", 1)],
+    "GatherElementsGrad": [("axis", "INT", 1), ("shape", "INTS", 1)],
+    "SliceGrad": [("shape", "INTS", 1), ("starts", "INTS", 1), ("steps", "INTS", 1)],
 }
 
 # python3-onnx 1.12 knows opsets up to 17; tapc reads 18.  The operators

@@ -472,6 +472,7 @@ ir_compact(Graph *g)
 		live[g->inputs[i]] = true;
 	for (int i = 0; i < g->noutputs; i++)
 		live[g->outputs[i]] = true;
+	/* training: the loss and each weight's gradient stay, renumbered */
 	if (g->loss != IR_NONE)
 		live[g->loss] = true;
 	for (int i = 0; i < g->ngrads; i++)

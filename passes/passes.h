@@ -51,7 +51,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,grad-sync,optimizer,stage-assign,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,autodiff,grad-sync,optimizer,stage-assign,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

@@ -1,0 +1,343 @@
+/*
+ * autodiff.c - reverse-mode automatic differentiation: append the backward
+ * nodes that compute d loss / d weight for every trainable weight.
+ *
+ * Needs: Graph.loss set (by the loss pass) to a scalar float tensor a node
+ * produces, nodes in topological order, every tensor typed; nothing to do
+ * when loss is IR_NONE.  Guarantees: backward nodes (phase=bwd) after every
+ * forward node, in topological order, each named after the forward node it
+ * differentiates ("NAME/grad", "NAME/grad_1", ...) and carrying that node's
+ * GraphNode, subgraph, stage and region; Graph.grads holds one (weight,
+ * gradient) pair per trainable weight, in tensor order, the gradient of the
+ * weight's type.  On an error the graph is left as it was.
+ *
+ * Trainable weights are the f32/f64 weights from which the loss is reached
+ * through differentiable paths: integer and bool tensors, constants, graph
+ * inputs and optimizer state are data, and an input an operator's rule
+ * marks non-differentiable (indices, shapes, conditions) carries nothing.
+ * Two sweeps decide what is computed: forward, which tensors vary with a
+ * trainable weight; backward from the loss, which of those the loss
+ * depends on.  Only nodes with such an input and such an output are
+ * differentiated, last node first, each by its rule in grad_rules.def; the
+ * contributions to one tensor's gradient meet in grad_accumulate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/grad.h"
+#include "passes/passes.h"
+
+static const GradInfo rules[OP_COUNT] = {
+#define GRAD(op, rule, nodiff) [OP_##op] = {rule, nodiff},
+#include "passes/grad_rules.def"
+#undef GRAD
+};
+
+const GradInfo *
+grad_info(Op op)
+{
+	return &rules[op];
+}
+
+/* The dtypes a gradient flows through. */
+static bool
+diff_dtype(DType t)
+{
+	return t == DT_F32 || t == DT_F64 || t == DT_F16 || t == DT_BF16;
+}
+
+static bool
+trainable_kind(const Tensor *t)
+{
+	return t->kind == TK_WEIGHT && (t->dtype == DT_F32 || t->dtype == DT_F64);
+}
+
+/* Is input i of an op of this rule non-differentiable?  Inputs past 31
+ * (Concat, Sum) follow bit 31, which GRAD_NONE_FROM sets. */
+static bool
+nodiff(Op op, int i)
+{
+	unsigned m = rules[op].nodiff;
+	return (i < 32 ? m >> i : m >> 31) & 1;
+}
+
+bool
+grad_wants(GradCtx *c, NodeId n, int i)
+{
+	const Node *nd = &c->g->nodes[n];
+	TensorId t = i < nd->nin ? nd->in[i] : IR_NONE;
+	return t != IR_NONE && t < c->nfwd && c->needs[t] && !nodiff(nd->op, i);
+}
+
+/* Forward sweep: var[t] when t varies with a trainable weight. */
+static void
+mark_varying(Graph *g, bool *var)
+{
+	for (TensorId t = 0; t < g->ntensors; t++)
+		var[t] = trainable_kind(&g->tensors[t]);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		const Node *nd = &g->nodes[n];
+		if (nd->dead)
+			continue;
+		bool any = false;
+		for (int i = 0; i < nd->nin && !any; i++)
+			any = nd->in[i] != IR_NONE && var[nd->in[i]] && !nodiff(nd->op, i);
+		for (int i = 0; i < nd->nout; i++)
+			if (nd->out[i] != IR_NONE)
+				var[nd->out[i]] = any && diff_dtype(g->tensors[nd->out[i]].dtype);
+	}
+}
+
+/* Backward sweep from the loss: need[t] when t varies and the loss
+ * depends on it through differentiable inputs. */
+static void
+mark_needed(Graph *g, const bool *var, bool *need)
+{
+	need[g->loss] = var[g->loss];
+	for (NodeId n = g->nnodes - 1; n >= 0; n--) {
+		const Node *nd = &g->nodes[n];
+		bool any = false;
+		for (int i = 0; i < nd->nout && !any && !nd->dead; i++)
+			any = nd->out[i] != IR_NONE && need[nd->out[i]];
+		for (int i = 0; i < nd->nin && any; i++)
+			if (nd->in[i] != IR_NONE && var[nd->in[i]] && !nodiff(nd->op, i))
+				need[nd->in[i]] = true;
+	}
+}
+
+/* Does the backward pass differentiate node n (an output it needs)? */
+static bool
+on_path(const GradCtx *c, NodeId n)
+{
+	const Node *nd = &c->g->nodes[n];
+	for (int i = 0; i < nd->nout && !nd->dead; i++)
+		if (nd->out[i] != IR_NONE && c->needs[nd->out[i]])
+			return true;
+	return false;
+}
+
+static bool
+check_loss(Graph *g)
+{
+	if (g->loss < 0 || g->loss >= g->ntensors) {
+		diag_file(g->model, "autodiff: the loss is tensor %d of %d", g->loss, g->ntensors);
+		return false;
+	}
+	Tensor *t = &g->tensors[g->loss];
+	char ty[IR_TYPESTR];
+	if (t->producer == IR_NONE || t->kind != TK_VALUE) {
+		diag_file(g->model, "autodiff: the loss '%s' is not computed by the graph", t->name);
+		return false;
+	}
+	if ((t->dtype != DT_F32 && t->dtype != DT_F64) || t->rank < 0 || ir_numel(t) != 1) {
+		diag_file(g->model, "autodiff: the loss '%s' is %s, expected one f32 or f64 value",
+		    t->name, ir_typestr(t, ty));
+		return false;
+	}
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead && g->nodes[n].phase != PHASE_FWD) {
+			diag_file(g->model, "autodiff: the graph already has backward or optimizer nodes");
+			return false;
+		}
+	return true;
+}
+
+/* Every node on the path has a rule: one error for the last one that has
+ * none (the first the backward pass would meet). */
+static bool
+check_rules(GradCtx *c)
+{
+	for (NodeId n = c->g->nnodes - 1; n >= 0; n--) {
+		Op op = c->g->nodes[n].op;
+		if (on_path(c, n) && !rules[op].rule) {
+			diag_node(c->g, n, "%s has no gradient in tapc: docs/ops.md lists the "
+			    "operators that do", ir_op_name(op));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* --------------------------------------------------------- building */
+
+/* "NAME/grad", "NAME/grad_1", ... after the forward node (its operator
+ * when it has no name). */
+static const char *
+node_name(GradCtx *c, const char *what)
+{
+	const Node *f = &c->g->nodes[c->fwd];
+	const char *base = f->name[0] ? f->name : ir_op_name(f->op);
+	char *buf = ir_alloc(&c->g->arena, strlen(base) + strlen(what) + 24);
+	if (c->built)
+		sprintf(buf, "%s/%s_%d", base, what, c->built);
+	else
+		sprintf(buf, "%s/%s", base, what);
+	c->built++;
+	return buf;
+}
+
+static NodeId
+build(GradCtx *c, const char *what, Op op, int nin, const TensorId *in, int nout,
+    const bool *keep)
+{
+	Graph *g = c->g;
+	const char *name = node_name(c, what);
+	TensorId *out = malloc(sizeof *out * (nout + 1));
+	char *tname = malloc(strlen(name) + 24);
+	if (!out || !tname)
+		die("out of memory");
+	for (int i = 0; i < nout; i++) {
+		sprintf(tname, "%s:%d", name, i);
+		out[i] = keep && !keep[i] ? IR_NONE : ir_add_tensor(g, tname, TK_VALUE, DT_UNDEF);
+	}
+	NodeId n = ir_add_node(g, op, name, nin, in, nout, out);
+	free(out);
+	free(tname);
+	Node *nd = &g->nodes[n];
+	const Node *f = &g->nodes[c->fwd];
+	nd->phase = PHASE_BWD;
+	nd->group = f->group;
+	nd->subgraph = f->subgraph;
+	nd->stage = f->stage;
+	nd->region = f->region;
+	nd->branch = f->branch;
+	return n;
+}
+
+NodeId
+grad_begin(GradCtx *c, Op op, int nin, const TensorId *in, int nout, const bool *keep)
+{
+	return build(c, "grad", op, nin, in, nout, keep);
+}
+
+TensorId
+grad_finish(GradCtx *c, NodeId n)
+{
+	Graph *g = c->g;
+	if (!ir_infer_node(g, n))
+		die("autodiff built a bad %s for '%s' (%s): %s", ir_op_name(g->nodes[n].op),
+		    g->nodes[c->fwd].name, ir_op_name(g->nodes[c->fwd].op), diag_last);
+	return g->nodes[n].out[0];
+}
+
+void
+grad_accumulate(GradCtx *c, TensorId t, TensorId contribution, NodeId from)
+{
+	Graph *g = c->g;
+	if (t < 0 || t >= c->nfwd)
+		die("autodiff: gradient for tensor %d, not a forward tensor", t);
+	const Tensor *a = &g->tensors[t], *b = &g->tensors[contribution];
+	char ta[IR_TYPESTR], tb[IR_TYPESTR];
+	if (a->dtype != b->dtype || a->rank != b->rank ||
+	    memcmp(a->dims, b->dims, sizeof a->dims[0] * a->rank))
+		die("autodiff: %s's rule gives '%s' %s a gradient of %s", ir_op_name(g->nodes[from].op),
+		    a->name, ir_typestr(a, ta), ir_typestr(b, tb));
+	if (c->grad[t] == IR_NONE) {
+		c->grad[t] = contribution;
+		return;
+	}
+	NodeId saved = c->fwd;
+	c->fwd = from;
+	TensorId in[2] = {c->grad[t], contribution};
+	NodeId n = build(c, "grad_acc", OP_Add, 2, in, 1, NULL);
+	c->grad[t] = grad_finish(c, n);
+	c->fwd = saved;
+}
+
+/* ------------------------------------------------------------- the pass */
+
+/* d loss / d loss = 1, of the loss's type. */
+static TensorId
+seed(GradCtx *c)
+{
+	Graph *g = c->g;
+	Tensor *l = &g->tensors[g->loss];
+	double one = 1;
+	char *name = malloc(strlen(l->name) + 8);
+	if (!name)
+		die("out of memory");
+	sprintf(name, "%s/grad", l->name);
+	TensorId s = grad_const(c, l->dtype, l->rank, l->dims, &one);
+	g->tensors[s].name = ir_strdup(&g->arena, name);
+	free(name);
+	return s;
+}
+
+static bool
+backward(GradCtx *c, int nnodes)
+{
+	Graph *g = c->g;
+	c->grad[g->loss] = seed(c);
+	for (NodeId n = nnodes - 1; n >= 0; n--) {
+		if (!on_path(c, n))
+			continue;
+		int nout = g->nodes[n].nout;
+		TensorId *dy = malloc(sizeof *dy * (nout + 1));
+		if (!dy)
+			die("out of memory");
+		for (int i = 0; i < nout; i++) {
+			TensorId o = g->nodes[n].out[i];
+			dy[i] = o != IR_NONE ? c->grad[o] : IR_NONE;
+		}
+		c->fwd = n;
+		c->built = 0;
+		bool ok = rules[g->nodes[n].op].rule(c, n, dy);
+		free(dy);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static void
+record_grads(GradCtx *c)
+{
+	Graph *g = c->g;
+	int k = 0;
+	for (TensorId t = 0; t < c->nfwd; t++)
+		k += trainable_kind(&g->tensors[t]) && c->needs[t];
+	g->grads = ir_alloc(&g->arena, sizeof *g->grads * (k + 1));
+	g->ngrads = 0;
+	for (TensorId t = 0; t < c->nfwd; t++) {
+		if (!trainable_kind(&g->tensors[t]) || !c->needs[t])
+			continue;
+		if (c->grad[t] == IR_NONE)
+			die("autodiff: weight '%s' is on the path but got no gradient", g->tensors[t].name);
+		g->grads[g->ngrads++] = (struct GradPair){t, c->grad[t]};
+	}
+}
+
+bool
+pass_autodiff(Graph *g, PassCtx *cx)
+{
+	(void)cx;
+	if (g->loss == IR_NONE)
+		return true;
+	if (!check_loss(g))
+		return false;
+	int nt = g->ntensors, nn = g->nnodes;
+	GradCtx c = {.g = g, .fwd = IR_NONE, .nfwd = nt};
+	bool *var = calloc(nt + 1, 1);
+	c.needs = calloc(nt + 1, 1);
+	c.grad = malloc(sizeof *c.grad * (nt + 1));
+	if (!var || !c.needs || !c.grad)
+		die("out of memory");
+	for (TensorId t = 0; t < nt; t++)
+		c.grad[t] = IR_NONE;
+	mark_varying(g, var);
+	mark_needed(g, var, c.needs);
+	bool ok = check_rules(&c) && backward(&c, nn);
+	if (ok) {
+		record_grads(&c);
+	} else {
+		/* everything built was appended: drop it */
+		g->nnodes = nn;
+		g->ntensors = nt;
+	}
+	free(var);
+	free(c.needs);
+	free(c.grad);
+	ir_reindex(g);
+	return ok;
+}
