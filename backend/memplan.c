@@ -204,6 +204,10 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		}
 	}
 
+	/* training: the runtime reads the loss after the step, so it never dies */
+	if (g->loss != IR_NONE)
+		last[mp->view[g->loss] != IR_NONE ? mp->view[g->loss] : g->loss] = g->nnodes;
+
 	mp->weight_bytes = 0;
 	for (TensorId t = 0; t < nt; t++) {
 		Tensor *tt = &g->tensors[t];

@@ -221,6 +221,23 @@ grad_finish(GradCtx *c, NodeId n)
 	return g->nodes[n].out[0];
 }
 
+/* Does the TP group compute forward node n in pieces: a split or partial
+ * operand or result?  A collective's rule gives whole gradients. */
+static bool
+piecewise(const Graph *g, NodeId n)
+{
+	const Node *nd = &g->nodes[n];
+	if (ir_op_kind(nd->op) == OPK_COMM)
+		return false;
+	for (int i = 0; i < nd->nin; i++)
+		if (nd->in[i] != IR_NONE && g->tensors[nd->in[i]].tp_kind != TPK_R)
+			return true;
+	for (int i = 0; i < nd->nout; i++)
+		if (nd->out[i] != IR_NONE && g->tensors[nd->out[i]].tp_kind != TPK_R)
+			return true;
+	return false;
+}
+
 void
 grad_accumulate(GradCtx *c, TensorId t, TensorId contribution, NodeId from)
 {
@@ -233,16 +250,46 @@ grad_accumulate(GradCtx *c, TensorId t, TensorId contribution, NodeId from)
 	    memcmp(a->dims, b->dims, sizeof a->dims[0] * a->rank))
 		die("autodiff: %s's rule gives '%s' %s a gradient of %s", ir_op_name(g->nodes[from].op),
 		    a->name, ir_typestr(a, ta), ir_typestr(b, tb));
-	if (c->grad[t] == IR_NONE) {
-		c->grad[t] = contribution;
+	TensorId *sum = &c->grad[t];
+	if (c->tp && a->tp_kind == TPK_R && piecewise(g, from)) {
+		sum = &c->partial[t];
+		c->partial_from[t] = from;
+	}
+	if (*sum == IR_NONE) {
+		*sum = contribution;
 		return;
 	}
 	NodeId saved = c->fwd;
 	c->fwd = from;
-	TensorId in[2] = {c->grad[t], contribution};
+	TensorId in[2] = {*sum, contribution};
 	NodeId n = build(c, "grad_acc", OP_Add, 2, in, 1, NULL);
-	c->grad[t] = grad_finish(c, n);
+	*sum = grad_finish(c, n);
 	c->fwd = saved;
+}
+
+/* The shares summed on each rank, all-reduced over the TP group (one
+ * collective per tensor), then added to the whole contributions. */
+TensorId
+grad_whole(GradCtx *c, TensorId t)
+{
+	if (!c->tp || c->partial[t] == IR_NONE)
+		return c->grad[t];
+	NodeId saved = c->fwd;
+	int built = c->built;
+	c->fwd = c->partial_from[t];
+	c->built = c->nreduce++;
+	NodeId n = build(c, "grad_tp", OP_AllReduce, 1, &c->partial[t], 1, NULL);
+	TensorId r = grad_finish(c, n);
+	c->partial[t] = IR_NONE;
+	if (c->grad[t] == IR_NONE) {
+		c->grad[t] = r;
+	} else {
+		TensorId in[2] = {c->grad[t], r};
+		c->grad[t] = grad_finish(c, build(c, "grad_tp", OP_Add, 2, in, 1, NULL));
+	}
+	c->fwd = saved;
+	c->built = built;
+	return c->grad[t];
 }
 
 /* ------------------------------------------------------------- the pass */
@@ -278,7 +325,7 @@ backward(GradCtx *c, int nnodes)
 			die("out of memory");
 		for (int i = 0; i < nout; i++) {
 			TensorId o = g->nodes[n].out[i];
-			dy[i] = o != IR_NONE ? c->grad[o] : IR_NONE;
+			dy[i] = o != IR_NONE ? grad_whole(c, o) : IR_NONE;
 		}
 		c->fwd = n;
 		c->built = 0;
@@ -286,6 +333,31 @@ backward(GradCtx *c, int nnodes)
 		free(dy);
 		if (!ok)
 			return false;
+	}
+	return true;
+}
+
+/* A weight tp-rewrite gave two layouts is two tensors ("NAME/S1/1" beside
+ * NAME) over the same bytes: one update each would train two copies. */
+static bool
+check_clones(GradCtx *c)
+{
+	Graph *g = c->g;
+	for (TensorId a = 0; a < c->nfwd; a++) {
+		const Tensor *x = &g->tensors[a];
+		if (!trainable_kind(x) || !c->needs[a] || x->data != DATA_FILE)
+			continue;
+		for (TensorId b = a + 1; b < c->nfwd; b++) {
+			const Tensor *y = &g->tensors[b];
+			if (trainable_kind(y) && c->needs[b] && y->data == DATA_FILE &&
+			    y->file == x->file && y->offset == x->offset) {
+				diag_file(g->model, "weight '%s' is used in two tensor-parallel layouts "
+				    "('%s' and '%s'), which training cannot update as one weight: "
+				    "train it with -tp=1, or untie the weight in the model", x->name,
+				    x->name, y->name);
+				return false;
+			}
+		}
 	}
 	return true;
 }
@@ -302,9 +374,10 @@ record_grads(GradCtx *c)
 	for (TensorId t = 0; t < c->nfwd; t++) {
 		if (!trainable_kind(&g->tensors[t]) || !c->needs[t])
 			continue;
-		if (c->grad[t] == IR_NONE)
+		TensorId d = grad_whole(c, t);
+		if (d == IR_NONE)
 			die("autodiff: weight '%s' is on the path but got no gradient", g->tensors[t].name);
-		g->grads[g->ngrads++] = (struct GradPair){t, c->grad[t]};
+		g->grads[g->ngrads++] = (struct GradPair){t, d};
 	}
 }
 
@@ -316,18 +389,26 @@ pass_autodiff(Graph *g, PassCtx *cx)
 		return true;
 	if (!check_loss(g))
 		return false;
+	if (g->mesh.tp > 1 && !g->tp_layouts) {
+		/* an IR file: the layouts are not in the text */
+		diag_file(g->model, "autodiff: a tensor-parallel graph (tp=%d) without tp-rewrite's "
+		    "layouts; differentiate it in the run that rewrites it", g->mesh.tp);
+		return false;
+	}
 	int nt = g->ntensors, nn = g->nnodes;
-	GradCtx c = {.g = g, .fwd = IR_NONE, .nfwd = nt};
+	GradCtx c = {.g = g, .fwd = IR_NONE, .nfwd = nt, .tp = g->tp_layouts};
 	bool *var = calloc(nt + 1, 1);
 	c.needs = calloc(nt + 1, 1);
 	c.grad = malloc(sizeof *c.grad * (nt + 1));
-	if (!var || !c.needs || !c.grad)
+	c.partial = malloc(sizeof *c.partial * (nt + 1));
+	c.partial_from = malloc(sizeof *c.partial_from * (nt + 1));
+	if (!var || !c.needs || !c.grad || !c.partial || !c.partial_from)
 		die("out of memory");
 	for (TensorId t = 0; t < nt; t++)
-		c.grad[t] = IR_NONE;
+		c.grad[t] = c.partial[t] = IR_NONE;
 	mark_varying(g, var);
 	mark_needed(g, var, c.needs);
-	bool ok = check_rules(&c) && backward(&c, nn);
+	bool ok = check_rules(&c) && check_clones(&c) && backward(&c, nn);
 	if (ok) {
 		record_grads(&c);
 	} else {
@@ -338,6 +419,8 @@ pass_autodiff(Graph *g, PassCtx *cx)
 	free(var);
 	free(c.needs);
 	free(c.grad);
+	free(c.partial);
+	free(c.partial_from);
 	ir_reindex(g);
 	return ok;
 }

@@ -50,14 +50,26 @@ struct GradCtx {
 	bool *needs;                    /* per forward tensor: d loss / d t is computed */
 	TensorId *grad;                 /* per forward tensor: its gradient so far */
 	int built;                      /* nodes built for fwd (names /grad, /grad_1, ...) */
+	/* Tensor parallelism (Graph.tp_layouts): per forward tensor, the sum
+	 * of the contributions that are this rank's share only, and the node
+	 * that gave the last; grad_whole all-reduces them into grad. */
+	bool tp;
+	TensorId *partial;
+	NodeId *partial_from;
+	int nreduce;                    /* gradient all-reduces built (names) */
 };
 
 /* Does input i of n need a gradient? */
 bool grad_wants(GradCtx *c, NodeId n, int i);
 /* Add contribution to t's gradient: the first becomes it, later ones are
  * summed onto it in the order they come (an Add node, annotated like
- * from).  Every contribution to every gradient goes through here. */
+ * from).  Every contribution to every gradient goes through here.  Under
+ * tensor parallelism a contribution to a replicated t from a node computed
+ * piecewise (a split or partial operand) is this rank's share: the shares
+ * are summed apart and all-reduced over the TP group by grad_whole. */
 void grad_accumulate(GradCtx *c, TensorId t, TensorId contribution, NodeId from);
+/* t's whole gradient (IR_NONE: none), once every contribution is in. */
+TensorId grad_whole(GradCtx *c, TensorId t);
 
 /* ------------------------------------------------- the forward node */
 

@@ -941,9 +941,10 @@ errors(void)
 	    "node 'ein' (Einsum): Einsum has no gradient in tapc: docs/ops.md lists the operators that do");
 	expect_error("graph \"t\" opset=17\n"
 	    "%0 = weight \"a\" f64[2,3]\n"
-	    "%1 = AllReduce %0 : ?[?]   # ar\n"
+	    "%1 = AllReduce %0 {group=\"dp\" mean=1} : ?[?]   # ar\n"
 	    "output %1 \"y\"\n",
-	    "node 'ar' (AllReduce): AllReduce has no gradient in tapc");
+	    "node 'ar' (AllReduce): only tensor parallelism's one-tensor sum is differentiated, "
+	    "not a dp bucket of 1");
 	expect_error("graph \"t\" opset=17\n"
 	    "%0 = weight \"a\" f64[2,3]\n"
 	    "%1 = Exp %0 : ?[?]\n"
