@@ -248,6 +248,33 @@ put_search(FILE *f, Graph *g)
 	fputs("]},\n", f);
 }
 
+/*
+ * A training rank's memory at its peak: its weights (this rank's shards),
+ * their gradients, the optimizer's state, and the activation arena, which
+ * holds the forward activations kept for backward, the gradients and the
+ * backward temporaries (the memory plan's peak; the gradients are all
+ * alive at the optimizer step).  peak = weights + state + arena.
+ */
+static void
+put_train_memory(FILE *f, Graph *g, const MemPlan *mp)
+{
+	int64_t w = 0, st = 0, gr = 0;
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		if (mp->woffset[t] < 0)
+			continue;
+		if (g->tensors[t].kind == TK_STATE)
+			st += ir_nbytes(&g->tensors[t]);
+		else
+			w += ir_nbytes(&g->tensors[t]);
+	}
+	for (int i = 0; i < g->ngrads; i++)
+		if (mp->woffset[g->grads[i].weight] >= 0)
+			gr += ir_nbytes(&g->tensors[g->grads[i].grad]);
+	fprintf(f, ", \"memory\": {\"weights\": %lld, \"gradients\": %lld, \"optimizer_state\": %lld, "
+	    "\"activations\": %lld, \"peak\": %lld}", (long long)w, (long long)gr, (long long)st,
+	    (long long)mp->arena_bytes, (long long)(mp->weight_bytes + mp->arena_bytes));
+}
+
 void
 emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 {
@@ -284,8 +311,11 @@ emit_plan(FILE *f, Graph *g, const EmitOptions *o, const MemPlan *mps)
 		int s = r / tp % pp;
 		fprintf(f, "%s\n    {\"rank\": %d, \"dp\": %d, \"tp\": %d, \"stage\": %d, \"device\": %d, "
 		    "\"nodes\": %d, \"arena_bytes\": %lld, \"weight_bytes\": %lld, \"source\": "
-		    "\"stage%d.c\"}", r ? "," : "", r, r / (tp * pp), r % tp, s, g->device ? g->device[r] : r,
+		    "\"stage%d.c\"", r ? "," : "", r, r / (tp * pp), r % tp, s, g->device ? g->device[r] : r,
 		    nodes[s], (long long)mps[s].arena_bytes, (long long)mps[s].weight_bytes, s);
+		if (g->loss != IR_NONE)
+			put_train_memory(f, g, &mps[s]);
+		fputc('}', f);
 	}
 	free(nodes);
 	fputs("\n  ],\n", f);

@@ -46,6 +46,14 @@ extra_help(void)
 	    "  tapc: error: model.onnx: node '/h.0/attn/MatMul' (MatMul): input 1 is f32[5,4], expected [4,N]\n"
 	    "\nTHE PROGRAM: make -C OUT builds OUT/NAME (NAME: the model file's stem), which takes\n"
 	    "  --check DIR, --inputs DIR --outputs DIR, --bench N; OUT/NAME --help lists them.\n"
+	    "\nTRAINING: -train compiles a training step: the loss (-loss=cross_entropy over the last\n"
+	    "  axis of the first output with int64 labels, or mse), autodiff's backward pass, the\n"
+	    "  data-parallel gradient average and the optimizer (-optimizer=sgd|adamw, -lr, -momentum,\n"
+	    "  -weight-decay, -beta1, -beta2, -eps: torch.optim's rules and defaults). The labels are\n"
+	    "  an input named labels. OUT/NAME --train N --data DIR [--save DIR] runs N steps on\n"
+	    "  DIR/input_K.pb and DIR/labels.pb, prints \"step K loss L\", and saves DIR/model.onnx\n"
+	    "  with the trained weights; --bench-train N times N steps. Data and tensor parallelism\n"
+	    "  (pp 1, one micro-batch). docs/training.md.\n"
 	    "\nTHE PLANNER: -mesh RxC is R nodes of C alike devices (-cost=flops=...,bw_intra=...,\n"
 	    "  bw_inter=...,latency=...,memory=...,op_latency=...,mem_bw=... sets them);\n"
 	    "  -cluster=FILE any cluster, in JSON (taprt-calibrate measures this machine):\n"
@@ -74,7 +82,7 @@ extra_help(void)
 	    "  files are read; names are escaped for every file written (docs/design.md).\n"
 	    "\nDocumentation: README.md, docs/usage.md (every option, the program), docs/ir.md\n"
 	    "(reading the IR), docs/ops.md (operators), docs/tensor-parallel.md, docs/pipeline.md,\n"
-	    "docs/planner.md, docs/runtime.md, docs/build-integration.md.\n");
+	    "docs/planner.md, docs/training.md, docs/runtime.md, docs/build-integration.md.\n");
 	fclose(f);
 	return buf;
 }

@@ -130,7 +130,7 @@ for dir in test/train/*/; do
 	name=$(basename "$dir")
 	[ -f "$dir/model.onnx" ] || continue
 	for opt in sgd adamw; do
-		for plan in ${PLANS-"" -mesh,1x2,-tp=2 -mesh,1x2,-dp=2 -mesh,2x2,-dp=2,-tp=2}; do
+		for plan in ${PLANS-"" -mesh,1x2,-tp=2 -mesh,2x1,-dp=2 -mesh,2x2,-dp=2,-tp=2}; do
 			run_train "$name" "$opt" "$plan"
 		done
 		if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
@@ -140,6 +140,35 @@ for dir in test/train/*/; do
 		fi
 	done
 done
+
+# plan.json's memory of a training rank, against the model's initializers
+# (onnx): every f32 weight of gpt_untied is trained; AdamW keeps two moments
+mem_check='import json, sys
+import onnx
+from onnx import numpy_helper
+m = onnx.load(sys.argv[1])
+total = sum(numpy_helper.to_array(t).nbytes for t in m.graph.initializer if t.data_type == 1)
+bad = []
+for path, tp in zip(sys.argv[2:], (1, 2)):
+    for r in json.load(open(path))["ranks"]:
+        x = r["memory"]
+        w = x["weights"]
+        if tp == 1 and w != total or tp == 2 and not total / 2 <= w < total:
+            bad.append("tp %d rank %d: weights %d of %d" % (tp, r["rank"], w, total))
+        if x["gradients"] != w or x["optimizer_state"] != 2 * w:
+            bad.append("tp %d rank %d: %s" % (tp, r["rank"], x))
+        if x["peak"] != w + x["optimizer_state"] + x["activations"] or x["activations"] <= 0:
+            bad.append("tp %d rank %d: peak %s" % (tp, r["rank"], x))
+print("; ".join(bad))
+sys.exit(1 if bad else 0)'
+g=test/train/gpt_untied/model.onnx
+if "$TAPC" $g -train -optimizer=adamw -batch=4 -emit=plan -o "$tmp/p1.json" 2>"$tmp/err" &&
+    "$TAPC" $g -train -optimizer=adamw -batch=4 -mesh 1x2 -tp=2 -emit=plan -o "$tmp/p2.json" 2>>"$tmp/err" &&
+    "$py" -c "$mem_check" $g "$tmp/p1.json" "$tmp/p2.json" >"$tmp/cmp" 2>&1; then
+	pass "plan.json: each rank's weights, gradients, AdamW state and peak (1x1, 1x2 -tp=2)"
+else
+	fail "plan.json memory: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
+fi
 
 # usage errors, one line each
 m=test/train/mlp/model.onnx
