@@ -15,6 +15,18 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 
 sh "$top/.ci/setup"
 cd "$top"
+# onnxruntime-node for test/train.sh (npm; its install script would download
+# more, so --ignore-scripts: the CPU library ships in the package).  Without
+# it (offline) train.sh checks the trained models with tapc instead.
+if [ -z "${ORT_DIR:-}" ]; then
+	ort="$top/build/ort"
+	if [ ! -d "$ort/node_modules/onnxruntime-node" ] && command -v npm >/dev/null 2>&1; then
+		mkdir -p "$ort"
+		(cd "$ort" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node \
+		    >npm.log 2>&1) || echo "note: npm could not install onnxruntime-node (see $ort/npm.log)"
+	fi
+	[ -d "$ort/node_modules/onnxruntime-node" ] && ORT_DIR=$ort && export ORT_DIR
+fi
 [ -x configure ] || autoreconf -fi >/dev/null
 
 step() { printf '\n=== %s\n' "$*"; }

@@ -10,7 +10,7 @@
 # for steps 1-3, 1e-2 for all), and SAVED/model.onnx, run by onnxruntime
 # on the batch, must give torch's trained model's outputs (NAME/OPT/
 # output_N.pb, rtol 1e-3, atol 1e-4).  onnxruntime-node is looked for in
-# ORT_DIR (default /tmp/ort; .ci/setup installs it); without node and it,
+# ORT_DIR (default /tmp/ort; test/all.sh installs it); without node and it,
 # the saved model is compiled by tapc and checked with --check instead
 # (the same references), and the log says so.  Under MPI (TAPRT_MPI=yes and
 # mpirun), the 2x2 plan of every model also runs as 4 processes.
@@ -94,7 +94,7 @@ run_train() { # NAME OPT PLAN (comma-separated flags) [NP: processes]
 		"$out/model" --train 10 --data $dir/data --save "$out.saved" >"$tmp/log" 2>&1
 	fi
 	if [ $? != 0 ]; then
-		fail "$what: training"; tail -5 "$tmp/log"
+		fail "$what: training"; grep -m5 -E "ERROR|error" "$tmp/log"; tail -5 "$tmp/log"
 		return
 	fi
 	if $py -c "$cmp_losses" "$tmp/log" $dir/$opt/losses.txt >"$tmp/cmp" 2>&1; then
@@ -126,6 +126,13 @@ run_train() { # NAME OPT PLAN (comma-separated flags) [NP: processes]
 	rm -rf "$out" "$out.saved"
 }
 
+if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
+	# under ASan: Open MPI's own leaks are suppressed, as in mpi.sh
+	export LSAN_OPTIONS="suppressions=$srcdir/test/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+fi
 for dir in test/train/*/; do
 	name=$(basename "$dir")
 	[ -f "$dir/model.onnx" ] || continue
@@ -134,8 +141,6 @@ for dir in test/train/*/; do
 			run_train "$name" "$opt" "$plan"
 		done
 		if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
-			export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-			export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
 			run_train "$name" "$opt" "-mesh,2x2,-dp=2,-tp=2" 4
 		fi
 	done
