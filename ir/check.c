@@ -139,12 +139,18 @@ ir_shape_bytes(DType dt, int rank, const int64_t *dims)
 
 /* A tensor the graph starts from (input, weight, constant), or a value
  * whose type was declared: a supported dtype and a shape that fits. */
+static const char *
+kind_name(TensorKind k)
+{
+	return k == TK_INPUT ? "input" : k == TK_WEIGHT ? "weight" : k == TK_CONST ? "constant" :
+	    k == TK_STATE ? "state" : "value";
+}
+
 static bool
 check_tensor(Graph *g, TensorId id)
 {
 	Tensor *t = &g->tensors[id];
-	const char *what = t->kind == TK_INPUT ? "input" : t->kind == TK_WEIGHT ? "weight" :
-	    t->kind == TK_CONST ? "constant" : t->kind == TK_STATE ? "state" : "value";
+	const char *what = kind_name(t->kind);
 	if (t->kind == TK_VALUE && t->rank < 0 && t->dtype == DT_UNDEF)
 		return true;            /* "?[?]": inference will type it */
 	if (!ir_dtype_supported(t->dtype)) {
@@ -161,6 +167,38 @@ check_tensor(Graph *g, TensorId id)
 		diag_file(g->model, "%s '%s' is %s: its byte size is over tapc's limit of 2^%d bytes",
 		    what, t->name, ir_typestr(t, ty), IR_MAX_BYTES_LOG2);
 		return false;
+	}
+	return true;
+}
+
+/* A training graph's loss (one f32/f64 value a node computes) and its
+ * gradient pairs (a float weight and a computed tensor of its type). */
+static bool
+check_training(Graph *g)
+{
+	char a[IR_TYPESTR], b[IR_TYPESTR];
+	if (g->loss != IR_NONE) {
+		Tensor *l = &g->tensors[g->loss];
+		if (l->kind != TK_VALUE || (l->dtype != DT_F32 && l->dtype != DT_F64) ||
+		    ir_numel(l) != 1) {
+			diag_file(g->model, "the loss '%s' is %s %s, expected one computed f32 or f64 value",
+			    l->name, kind_name(l->kind), ir_typestr(l, a));
+			return false;
+		}
+	}
+	for (int i = 0; i < g->ngrads; i++) {
+		Tensor *w = &g->tensors[g->grads[i].weight], *d = &g->tensors[g->grads[i].grad];
+		bool same = w->dtype == d->dtype && w->rank == d->rank;
+		for (int k = 0; same && k < w->rank; k++)
+			same = w->dims[k] == d->dims[k];
+		if (g->loss == IR_NONE || w->kind != TK_WEIGHT || d->kind != TK_VALUE || !same ||
+		    (w->dtype != DT_F32 && w->dtype != DT_F64)) {
+			diag_file(g->model, "gradient %d: '%s' (%s %s) for '%s' (%s %s): expected a computed "
+			    "tensor of a float weight's type, in a graph with a loss", i, d->name,
+			    kind_name(d->kind), ir_typestr(d, b), w->name, kind_name(w->kind),
+			    ir_typestr(w, a));
+			return false;
+		}
 	}
 	return true;
 }
@@ -199,7 +237,7 @@ ir_check(Graph *g)
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (!g->nodes[n].dead && !check_attrs(g, n))
 			return false;
-	return true;
+	return check_training(g);
 }
 
 /* ------------------------------------------------------------ inference */

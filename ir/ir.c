@@ -399,6 +399,15 @@ ir_attr_str(const Graph *g, NodeId n, const char *name, const char *dflt)
 
 /* ------------------------------------------------------------- def-use */
 
+bool
+ir_has_phase(const Graph *g, int phase)
+{
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead && g->nodes[n].phase == phase)
+			return true;
+	return false;
+}
+
 void
 ir_reindex(Graph *g)
 {

@@ -153,8 +153,8 @@ typedef struct {
 
 typedef enum {
 	PHASE_FWD,                      /* forward (inference) computation */
-	PHASE_BWD,                      /* backward: gradients (training, later) */
-	PHASE_OPT,                      /* optimizer step (training, later) */
+	PHASE_BWD,                      /* backward: gradients (training) */
+	PHASE_OPT,                      /* optimizer step (training) */
 } Phase;
 
 typedef struct {
@@ -429,6 +429,9 @@ const char *ir_attr_str(const Graph *g, NodeId n, const char *name, const char *
 
 /* Rebuild users[] from the node list; call after changing edges. */
 void ir_reindex(Graph *g);
+/* Does a live node of this phase exist?  (A training IR file has its
+ * backward and optimizer nodes already: the training passes skip it.) */
+bool ir_has_phase(const Graph *g, int phase);
 /* Drop dead nodes and tensors nothing refers to; renumbers ids and reindexes. */
 void ir_compact(Graph *g);
 /* Put the nodes in a new order: order[i] is the id of the node to be at

@@ -326,5 +326,18 @@ print_graph(FILE *f, Graph *g)
 		put_quoted(f, g->tensors[g->outputs[i]].name);
 		fputc('\n', f);
 	}
+	/* a training graph: the loss, and each trained weight's gradient */
+	if (g->loss != IR_NONE) {
+		fputs("  loss ", f);
+		put_ref(&pr, g->loss);
+		fputc('\n', f);
+	}
+	for (int i = 0; i < g->ngrads; i++) {
+		fputs("  grad ", f);
+		put_ref(&pr, g->grads[i].weight);
+		fputc(' ', f);
+		put_ref(&pr, g->grads[i].grad);
+		fputc('\n', f);
+	}
 	return pr.num;
 }

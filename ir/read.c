@@ -1016,6 +1016,37 @@ parse_output(Reader *r)
 	ir_add_output(r->g, t);
 }
 
+/* "loss %12": a training graph's loss (once). */
+static void
+parse_loss(Reader *r)
+{
+	int num = parse_num(r);
+	TensorId t = tensor(r, num);
+	expect_end(r);
+	if (r->g->loss != IR_NONE)
+		error(r, "a second loss line");
+	r->g->loss = t;
+}
+
+/* "grad %3 %57": weight %3's gradient is %57 (verify checks the types). */
+static void
+parse_grad(Reader *r)
+{
+	Graph *g = r->g;
+	TensorId w = tensor(r, parse_num(r)), d = tensor(r, parse_num(r));
+	expect_end(r);
+	for (int i = 0; i < g->ngrads; i++)
+		if (g->grads[i].weight == w)
+			error(r, "a second gradient for one weight");
+	if (g->ngrads == INT_MAX - 1)
+		error(r, "too many gradients");
+	struct GradPair *a = ir_alloc(&g->arena, sizeof *a * (g->ngrads + 1));
+	if (g->ngrads)
+		memcpy(a, g->grads, sizeof *a * g->ngrads);
+	a[g->ngrads++] = (struct GradPair){w, d};
+	g->grads = a;
+}
+
 /* dirname(path) in g's arena ("." for a bare name). */
 static const char *
 dir_of(Graph *g, const char *path)
@@ -1135,6 +1166,10 @@ parse(Reader *r, const char *text, size_t len)
 			header = true;
 		} else if (consume_word(r, "output")) {
 			parse_output(r);
+		} else if (consume_word(r, "loss")) {
+			parse_loss(r);
+		} else if (consume_word(r, "grad")) {
+			parse_grad(r);
 		} else if (consume_word(r, "template")) {
 			parse_template(r);
 		} else {

@@ -385,7 +385,7 @@ bool
 pass_autodiff(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->loss == IR_NONE)
+	if (g->loss == IR_NONE || g->ngrads > 0) /* no loss, or a differentiated IR file */
 		return true;
 	if (!check_loss(g))
 		return false;

@@ -35,7 +35,7 @@ bool
 pass_grad_sync(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->ngrads == 0 || g->mesh.dp <= 1)
+	if (g->ngrads == 0 || g->mesh.dp <= 1 || ir_has_phase(g, PHASE_OPT)) /* IR file: done */
 		return true;
 	qsort_r(g->grads, g->ngrads, sizeof *g->grads, by_producer, g);
 	int nold = g->nnodes;

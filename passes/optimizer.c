@@ -47,7 +47,7 @@ bool
 pass_optimizer(Graph *g, PassCtx *cx)
 {
 	const TrainRequest *t = &cx->train;
-	if (g->ngrads == 0)
+	if (g->ngrads == 0 || ir_has_phase(g, PHASE_OPT)) /* a training IR file: done */
 		return true;
 	bool adam = t->optimizer == OPT_ADAMW;
 	double wd = t->weight_decay >= 0 ? t->weight_decay : adam ? 0.01 : 0;

@@ -66,7 +66,7 @@ pass_strip_aux(Graph *g, PassCtx *cx)
 	ir_reindex(g);
 	for (NodeId id = g->nnodes - 1; id >= 0; id--) {
 		Node *n = &g->nodes[id];
-		if (n->dead)
+		if (n->dead || n->phase == PHASE_OPT) /* an update in place: its effect is the point */
 			continue;
 		bool used = false;
 		for (int i = 0; i < n->nout && !used; i++)

@@ -175,8 +175,7 @@ else
 	fail "plan.json memory: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
 fi
 
-# usage errors, one line each
-m=test/train/mlp/model.onnx
+# an error of tapc: one line saying WANT
 expect_err() { # WHAT WANT ARGS...
 	what=$1 want=$2; shift 2
 	if "$@" >"$tmp/out" 2>"$tmp/err"; then
@@ -187,6 +186,29 @@ expect_err() { # WHAT WANT ARGS...
 		fail "$what: $(cat "$tmp/err")"
 	fi
 }
+# a training graph's IR dump (its loss and gradient lines) compiles to the
+# same training program: torch's losses again
+d=test/train/mlp
+if "$TAPC" $d/model.onnx -train $(cat $d/sgd/args) -batch=4 -emit=ir -o "$tmp/train.ir" 2>"$tmp/err" &&
+    "$TAPC" "$tmp/train.ir" -model=$d/model.onnx -o "$tmp/fromir" 2>>"$tmp/err" &&
+    make -s -C "$tmp/fromir" >/dev/null 2>>"$tmp/err" &&
+    "$tmp/fromir/model" --train 10 --data $d/data >"$tmp/log" 2>>"$tmp/err" &&
+    $py -c "$cmp_losses" "$tmp/log" $d/sgd/losses.txt >"$tmp/cmp" 2>&1; then
+	pass "a training IR dump (loss and grad lines) compiles and trains as torch"
+else
+	fail "training IR dump: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
+fi
+# ... whose loss and gradient lines are checked like the rest of an IR file
+w=$(sed -n 's/^  grad \(%[0-9]*\) .*/\1/p' "$tmp/train.ir" | head -1)
+sed "s/^  grad $w .*/  grad $w $w/" "$tmp/train.ir" >"$tmp/bad.ir"
+expect_err "an IR file's gradient that is not a computed tensor" "expected a computed tensor of a float weight's type" \
+    "$TAPC" "$tmp/bad.ir" -model=$d/model.onnx -emit=ir
+sed "s/^  loss .*/  loss $w/" "$tmp/train.ir" >"$tmp/bad.ir"
+expect_err "an IR file's loss that is a weight" "expected one computed f32 or f64 value" \
+    "$TAPC" "$tmp/bad.ir" -model=$d/model.onnx -emit=ir
+
+# usage errors, one line each
+m=test/train/mlp/model.onnx
 expect_err "-train -pp=2" "pipeline training" "$TAPC" $m -train -loss=mse -pp=2 -batch=4 -emit=ir
 expect_err "-train -microbatches=2" "gradient accumulation" "$TAPC" $m -train -loss=mse -microbatches=2 -batch=4 -emit=ir
 expect_err "-loss=hinge" "expected cross_entropy or mse" "$TAPC" $m -train -loss=hinge -emit=ir
