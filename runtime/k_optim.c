@@ -54,6 +54,26 @@ taprt_op_SGD(taprt_ctx *cx, const taprt_node *n)
 #undef BODY
 }
 
+/* One dtype's AdamW loop: restrict pointers and the dtype's own sqrt (a
+ * float's square root through double rounds to the same float), so the
+ * loop vectorizes. */
+#define ADAMW_LOOP(T, SQRT)                                                     \
+	do {                                                                    \
+		T *restrict w = n->in[0]->data, *restrict m = mp, *restrict v = vp; \
+		const T *restrict g = n->in[1]->data;                           \
+		const T decay = (T)(1 - lr * wd), c1 = (T)b1, c1m = (T)(1 - b1); \
+		const T c2 = (T)b2, c2m = (T)(1 - b2), bc = (T)bc2, e = (T)eps;  \
+		const T ss = (T)(-step_size);                                   \
+		for (int64_t i = 0; i < count; i++) {                           \
+			T x = w[i] * decay;                                     \
+			T mi = m[i] * c1 + g[i] * c1m;                          \
+			T vi = v[i] * c2 + g[i] * g[i] * c2m;                   \
+			m[i] = mi;                                              \
+			v[i] = vi;                                              \
+			w[i] = x + ss * (mi / (SQRT(vi) / bc + e));             \
+		}                                                               \
+	} while (0)
+
 void
 taprt_op_AdamW(taprt_ctx *cx, const taprt_node *n)
 {
@@ -64,18 +84,8 @@ taprt_op_AdamW(taprt_ctx *cx, const taprt_node *n)
 	double step_size = lr / (1 - pow(b1, t)), bc2 = sqrt(1 - pow(b2, t));
 	int64_t count = n->in[0]->numel;
 	void *mp = n->in[2]->data, *vp = n->in[3]->data;
-#define BODY(T)                                                                 \
-	{                                                                       \
-		T *m = mp, *v = vp, g = gr[i];                                  \
-		w[i] = w[i] * (T)(1 - lr * wd);                                 \
-		m[i] = m[i] * (T)b1 + g * (T)(1 - b1);                          \
-		v[i] = v[i] * (T)b2 + g * g * (T)(1 - b2);                      \
-		T denom = sqrt(v[i]) / (T)bc2 + (T)eps;                         \
-		w[i] = w[i] + (T)(-step_size) * (m[i] / denom);                 \
-	}
 	if (n->in[0]->dtype == TAPRT_F64)
-		OPT_LOOP(double);
+		ADAMW_LOOP(double, sqrt);
 	else
-		OPT_LOOP(float);
-#undef BODY
+		ADAMW_LOOP(float, sqrtf);
 }

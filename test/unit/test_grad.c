@@ -984,9 +984,15 @@ loss_contract(void)
 	CU_ASSERT_FALSE(pass_autodiff(g, &cx));
 	CU_ASSERT_PTR_NOT_NULL(strstr(diag_last, "is not computed by the graph"));
 	diag_stream = stderr;
-	/* a second run on a differentiated graph is refused */
+	/* a second run on a differentiated graph (a training IR file) does
+	 * nothing; backward nodes without gradient pairs are refused */
 	add_loss(g, g->outputs[0], false);
 	CU_ASSERT_TRUE(pass_autodiff(g, &cx));
+	int done = g->nnodes;
+	CU_ASSERT_TRUE(g->ngrads > 0);
+	CU_ASSERT_TRUE(pass_autodiff(g, &cx));
+	CU_ASSERT_EQUAL(g->nnodes, done);
+	g->ngrads = 0;
 	quiet_diags();
 	CU_ASSERT_FALSE(pass_autodiff(g, &cx));
 	CU_ASSERT_PTR_NOT_NULL(strstr(diag_last, "already has backward"));
