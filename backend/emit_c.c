@@ -297,6 +297,9 @@ put_nodes(Emitter *e, int stage, int region, int branch, int indent)
 			fputs(" */", f);
 		}
 		fputc('\n', f);
+		if (nd->phase == PHASE_BWD && g->mesh.dp > 1) /* started gradient all-reduces advance */
+			fprintf(f, "%.*sif (cx->pending) taprt_comm_progress(cx);\n", indent,
+			    "\t\t\t\t\t\t\t\t\t\t\t\t");
 		for (int i = 0; i < nd->nout && region == IR_NONE; i++)
 			if (nd->out[i] != IR_NONE && pp > 1)
 				put_sends(e, stage, nd->out[i], tp);

@@ -27,7 +27,7 @@ HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
 # tapc's own ops (ir/ops.def: the collectives tp-rewrite makes, the training
 # ops): attributes and types
 OWN = {
-    "AllReduce": [("group", "STRING", 0), ("mean", "INT", 0)],
+    "AllReduce": [("group", "STRING", 0), ("mean", "INT", 0), ("async", "INT", 0)],
     "AllGather": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],
     "ReduceScatter": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],
     "Shard": [("axis", "INT", 1), ("blocks", "INT", 0), ("parts", "INT", 1)],

@@ -277,7 +277,7 @@ grad_whole(GradCtx *c, TensorId t)
 	NodeId saved = c->fwd;
 	int built = c->built;
 	c->fwd = c->partial_from[t];
-	c->built = c->nreduce++;
+	c->built = c->nreduce++;        /* names "/grad_tp", "/grad_tp_N": a counter of the pass */
 	NodeId n = build(c, "grad_tp", OP_AllReduce, 1, &c->partial[t], 1, NULL);
 	TensorId r = grad_finish(c, n);
 	c->partial[t] = IR_NONE;
@@ -285,6 +285,7 @@ grad_whole(GradCtx *c, TensorId t)
 		c->grad[t] = r;
 	} else {
 		TensorId in[2] = {c->grad[t], r};
+		c->built = c->nreduce++;
 		c->grad[t] = grad_finish(c, build(c, "grad_tp", OP_Add, 2, in, 1, NULL));
 	}
 	c->fwd = saved;

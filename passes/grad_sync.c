@@ -6,10 +6,12 @@
  *
  * Gradients are bucketed in the order backward makes them (the last
  * layers' first), up to GRAD_BUCKET bytes each (DDP's default 25 MiB);
- * each bucket is one AllReduce node (group "dp", mean 1) placed right
- * after the node that makes its last gradient, so a backend that runs it
- * while backward goes on overlaps the two, and the optimizer reads the
- * averaged gradients.  Each replica's loss is the mean over its rows and
+ * each bucket is one AllReduce node (group "dp", mean 1, async 1) placed
+ * right after the node that makes its last gradient.  async: a backend
+ * that starts collectives (MPI) starts the bucket there and the program
+ * advances it between the backward nodes that follow, so the sync overlaps
+ * the rest of backward; the optimizer's first update waits for every
+ * bucket (runtime/k_comm.c).  The threads backend runs it on the spot.  Each replica's loss is the mean over its rows and
  * the replicas have equal rows, so the average is the gradient of the
  * global mean.
  *
@@ -71,6 +73,7 @@ pass_grad_sync(Graph *g, PassCtx *cx)
 		}
 		ir_set_attr(g, n, "group", ATTR_STRING)->s = "dp";
 		ir_set_attr(g, n, "mean", ATTR_INT)->i = 1;
+		ir_set_attr(g, n, "async", ATTR_INT)->i = 1; /* started here, completed by the optimizer */
 		if (!ir_infer_node(g, n))
 			die("grad-sync: the bucket does not type");
 		for (int q = 0; q < k; q++)

@@ -344,6 +344,60 @@ mpi_allreduce(taprt_comm *c, const taprt_group *g, void *buf, int64_t count, int
 	return wait_all(c, 1, &req, NULL);
 }
 
+/* An MPI request of a started collective. */
+struct taprt_request {
+	MPI_Request r;
+};
+
+/*
+ * The gradient buckets' all-reduce, started: MPI_Iallreduce in place (MPI's
+ * own reduction, so not bit-for-bit the threads backend's order; a sum of
+ * two replicas is the same either way).  Open MPI advances it when test
+ * is called between the backward pass's nodes.
+ */
+static int
+mpi_iallreduce(taprt_comm *c, const taprt_group *g, void *buf, int64_t count, int dtype, int op,
+    taprt_request **req)
+{
+	MPI_Comm comm;
+	int me;
+	if (op != TAPRT_SUM)
+		return -EINVAL;
+	int rc = enter(c, g, buf, buf, count, dtype, NULL, &comm, &me);
+	if (rc)
+		return rc;
+	taprt_request *q = malloc(sizeof *q);
+	if (!q)
+		return -ENOMEM;
+	if ((rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dtype), MPI_SUM, comm,
+	    &q->r)) != MPI_SUCCESS) {
+		free(q);
+		return rc;
+	}
+	*req = q;
+	return 0;
+}
+
+static int
+mpi_test(taprt_comm *c, taprt_request *req, int *done)
+{
+	(void)c;
+	*done = 0;
+	if (req->r == MPI_REQUEST_NULL) {
+		*done = 1;
+		return 0;
+	}
+	return MPI_Test(&req->r, done, MPI_STATUS_IGNORE);
+}
+
+static int
+mpi_wait(taprt_comm *c, taprt_request *req)
+{
+	int rc = req->r == MPI_REQUEST_NULL ? 0 : wait_all(c, 1, &req->r, NULL);
+	free(req);
+	return rc;
+}
+
 static int
 mpi_reduce_scatter(taprt_comm *c, const taprt_group *g, const void *send, void *recv,
     int64_t count, int dtype, int op)
@@ -822,4 +876,7 @@ const taprt_backend taprt_mpi_backend = {
 	.send = mpi_send,
 	.recv = mpi_recv,
 	.barrier = mpi_barrier,
+	.iallreduce = mpi_iallreduce,
+	.test = mpi_test,
+	.wait = mpi_wait,
 };

@@ -180,9 +180,109 @@ scale(void *buf, int64_t count, int dtype, int k)
 }
 
 /*
+ * Started all-reduces of this rank, in start order: each a request of the
+ * backend over one tensor, in place, and the divisor of its mean (1: a sum).
+ */
+typedef struct {
+	taprt_request *req;
+	void *buf;
+	int64_t count;
+	int dtype, divisor;
+} Pending;
+
+struct taprt_pending {
+	Pending *p;
+	int n, cap;
+};
+
+static int
+pending_add(taprt_ctx *cx, Pending e)
+{
+	struct taprt_pending *q = cx->pending;
+	if (!q && !(q = cx->pending = calloc(1, sizeof *q)))
+		return -1;
+	if (q->n == q->cap) {
+		int cap = q->cap ? 2 * q->cap : 16;
+		Pending *p = realloc(q->p, sizeof *p * cap);
+		if (!p)
+			return -1;
+		q->p = p;
+		q->cap = cap;
+	}
+	q->p[q->n++] = e;
+	return 0;
+}
+
+int
+taprt_comm_progress(taprt_ctx *cx)
+{
+	struct taprt_pending *q = cx->pending;
+	for (int i = 0; q && i < q->n; i++) {
+		int done, rc = cx->be->test(cx->comm, q->p[i].req, &done);
+		if (rc != 0)
+			return taprt_fail(cx, "an asynchronous allreduce failed: %s", cx->be->strerror(rc));
+	}
+	return 0;
+}
+
+int
+taprt_comm_wait(taprt_ctx *cx)
+{
+	struct taprt_pending *q = cx->pending;
+	int bad = 0;
+	for (int i = 0; q && i < q->n; i++) {
+		Pending *e = &q->p[i];
+		int rc = cx->be->wait(cx->comm, e->req);
+		if (rc != 0 && !bad)
+			bad = rc;
+		if (rc == 0 && e->divisor > 1)
+			scale(e->buf, e->count, e->dtype, e->divisor);
+	}
+	if (q) {
+		free(q->p);
+		free(q);
+		cx->pending = NULL;
+	}
+	if (bad)
+		return taprt_fail(cx, "an asynchronous allreduce failed: %s", cx->be->strerror(bad));
+	return 0;
+}
+
+/* Start the bucket's all-reduces, one per tensor, on the outputs (the
+ * inputs may still be read by the rest of backward: a gradient that is
+ * also an activation's); the optimizer waits. */
+static void
+start_async(taprt_ctx *cx, const taprt_node *n, const taprt_group *grp, bool mean)
+{
+	for (int i = 0; i < n->nin; i++) {
+		taprt_tensor *y = n->out[i];
+		if (y->data != n->in[i]->data)
+			move(y->data, n->in[i]->data, y->numel * taprt_dtype_size(y->dtype));
+		if (y->numel == 0)
+			continue;
+		taprt_request *req;
+		int rc = cx->be->iallreduce(cx->comm, grp, y->data, y->numel, y->dtype, TAPRT_SUM,
+		    &req);
+		if (rc != 0) {
+			taprt_fail(cx, "node '%s' (AllReduce): %s iallreduce over a group of %d failed: %s "
+			    "(%d)", n->name, cx->be->name, grp->size, cx->be->strerror(rc), rc);
+			return;
+		}
+		if (pending_add(cx, (Pending){req, y->data, y->numel, y->dtype,
+		    mean ? grp->size : 1}) != 0) {
+			cx->be->wait(cx->comm, req);
+			taprt_fail(cx, "node '%s' (AllReduce): out of memory", n->name);
+			return;
+		}
+	}
+}
+
+/*
  * AllReduce(x1..xn) -> (y1..yn): each y the sum (mean=1: the mean) of its x
  * over the group.  Several tensors are one bucket: packed into a scratch
- * buffer, reduced by one call, unpacked, as DDP's gradient buckets.
+ * buffer, reduced by one call, unpacked, as DDP's gradient buckets.  With
+ * async=1 and a backend that starts collectives (iallreduce), each tensor's
+ * all-reduce is started in place and completed by taprt_comm_wait.
  */
 void
 taprt_op_AllReduce(taprt_ctx *cx, const taprt_node *n)
@@ -227,6 +327,10 @@ taprt_op_AllReduce(taprt_ctx *cx, const taprt_node *n)
 	if (grp->size > 1 && (!cx->be || !cx->comm)) {
 		taprt_fail(cx, "node '%s' (AllReduce): a group of %d ranks but no communication backend",
 		    n->name, grp->size);
+		return;
+	}
+	if (grp->size > 1 && total > 0 && taprt_attr_int(n, "async", 0) && cx->be->iallreduce) {
+		start_async(cx, n, grp, mean);
 		return;
 	}
 	int es = taprt_dtype_size(dtype);

@@ -13,7 +13,8 @@
  *                        w = w - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
  *
  * Outputs are the inputs' storage (the emitter binds them so); t is
- * cx->step.  Needs nothing but libm.
+ * cx->step.  Each first completes the data-parallel gradient all-reduces
+ * started asynchronously (taprt_comm_wait).  Needs nothing but libm.
  */
 #include <math.h>
 
@@ -34,7 +35,8 @@ taprt_op_SGD(taprt_ctx *cx, const taprt_node *n)
 	double wd = taprt_attr_float(n, "weight_decay", 0);
 	int64_t count = n->in[0]->numel;
 	void *bufp = mom != 0 && n->nin > 2 ? n->in[2]->data : NULL;
-	(void)cx;
+	if (cx->pending && taprt_comm_wait(cx) != 0) /* the gradients' started all-reduces */
+		return;
 #define BODY(T)                                                                 \
 	{                                                                       \
 		T d = gr[i];                                                    \
@@ -84,6 +86,8 @@ taprt_op_AdamW(taprt_ctx *cx, const taprt_node *n)
 	double step_size = lr / (1 - pow(b1, t)), bc2 = sqrt(1 - pow(b2, t));
 	int64_t count = n->in[0]->numel;
 	void *mp = n->in[2]->data, *vp = n->in[3]->data;
+	if (cx->pending && taprt_comm_wait(cx) != 0)
+		return;
 	if (n->in[0]->dtype == TAPRT_F64)
 		ADAMW_LOOP(double, sqrt);
 	else

@@ -223,6 +223,8 @@ rank_main(void *arg)
 			a->ms = now_ms();
 		cx.step = train ? i + 1 : 0;
 		rc = rp->run(&cx);
+		if (cx.pending && taprt_comm_wait(&cx) != 0) /* none left once the step ends */
+			rc = -1;
 		int brc;
 		if (rc == 0 && flush && (brc = cx.be->barrier(cx.comm, &all)) != 0)
 			rc = taprt_fail(&cx, "barrier after iteration %ld failed: %s", i,

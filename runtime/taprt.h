@@ -86,6 +86,7 @@ int taprt_ints(const taprt_node *n, int input, const char *name, int64_t *out, i
 /* ------------------------------------------------------- communication */
 
 typedef struct taprt_comm taprt_comm;
+typedef struct taprt_request taprt_request; /* a backend's started collective */
 
 /* A group of ranks taking part in one collective, in group order. */
 typedef struct {
@@ -137,6 +138,14 @@ typedef struct {
 	int (*send)(taprt_comm *c, const void *buf, int64_t bytes, int peer, int tag);
 	int (*recv)(taprt_comm *c, void *buf, int64_t bytes, int peer, int tag);
 	int (*barrier)(taprt_comm *c, const taprt_group *g);
+	/* Optional (NULL: the backend has none, and AllReduce {async=1} runs
+	 * blocking): start an in-place all-reduce and return at once; test
+	 * advances it (*done set when complete, the request still owned);
+	 * wait completes it and frees the request. */
+	int (*iallreduce)(taprt_comm *c, const taprt_group *g, void *buf, int64_t count,
+	    int dtype, int op, taprt_request **req);
+	int (*test)(taprt_comm *c, taprt_request *req, int *done);
+	int (*wait)(taprt_comm *c, taprt_request *req);
 } taprt_backend;
 
 extern const taprt_backend taprt_threads_backend;
@@ -167,6 +176,7 @@ typedef struct taprt_ctx {
 	int intra_threads;              /* BLAS threads per rank */
 	int64_t step;                   /* training: the step being run, from 1 (AdamW's
 					 * bias corrections); 0 outside training */
+	struct taprt_pending *pending;  /* started asynchronous all-reduces (k_comm.c) */
 	char error[256];                /* set with a non-zero return */
 } taprt_ctx;
 
@@ -323,6 +333,14 @@ int taprt_group_of(const taprt_layout *l, int rank, int kind, int *out);
  * 0, or -1 with cx->error set.  The byte count is the tensor's. */
 int taprt_send(taprt_ctx *cx, const taprt_tensor *t, int peer, int tag);
 int taprt_recv(taprt_ctx *cx, taprt_tensor *t, int peer, int tag);
+
+/* Asynchronous all-reduces (AllReduce {async=1}: data parallelism's
+ * gradient buckets): progress advances the started ones (generated code
+ * calls it after each backward node; nothing when none is started), wait
+ * completes them all and applies their mean (the optimizer kernels call it
+ * first).  0, or -1 with cx->error set. */
+int taprt_comm_progress(taprt_ctx *cx);
+int taprt_comm_wait(taprt_ctx *cx);
 
 /* Load weights for a rank from the mapped files (called by init). */
 int taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp);

@@ -9,7 +9,8 @@
  * one rank alone), for every dtype the threads backend handles: reductions
  * (f32, f64, i32, i64; sum, max, min, prod) must equal, bit for bit, a
  * reduction written out here in group order, the threads backend's
- * arithmetic; all-gathers move every element size, in place or not.  Then
+ * arithmetic; started all-reduces (iallreduce, test, wait) give the sum;
+ * all-gathers move every element size, in place or not.  Then
  * point to point: runs of messages of one tag arrive in order, in the pipe
  * and across it, with taprt_main's negative tags beside the program's;
  * errors come back as codes, never as hangs.  Each process counts its
@@ -153,6 +154,48 @@ collectives(taprt_comm *c, const taprt_group *g)
 				free(buf);
 				free(out);
 			}
+	/* started all-reduces (sum, the gradient buckets'): three outstanding
+	 * at once, advanced by test, completed by wait in reverse order;
+	 * integers exactly, floats within 1e-6 of the group-order sum (MPI's
+	 * own reduction order) */
+	for (size_t d = 0; d < sizeof rdt / sizeof rdt[0]; d++) {
+		int dt = rdt[d], es = taprt_dtype_size(dt);
+		char *bufs[3];
+		taprt_request *req[3];
+		int rcs[3];
+		for (int k = 0; k < 3; k++) {
+			bufs[k] = malloc(counts[k + 1] * es);
+			fill(dt, bufs[k], me, counts[k + 1], 20 + k);
+			rcs[k] = B->iallreduce(c, g, bufs[k], counts[k + 1], dt, TAPRT_SUM, &req[k]);
+		}
+		for (int k = 0; k < 3; k++) {
+			int done = 0, rc = rcs[k] ? 0 : B->test(c, req[k], &done);
+			CHECK(rc == 0, "test of a started allreduce %s %s: rc %d", gname(g),
+			    taprt_dtype_name(dt), rc);
+		}
+		for (int k = 2; k >= 0; k--) {
+			int64_t n = counts[k + 1];
+			int rc = rcs[k] ? rcs[k] : B->wait(c, req[k]);
+			char *want = expected(g, dt, TAPRT_SUM, n, 0, 20 + k);
+			bool ok = rc == 0;
+			for (int64_t i = 0; ok && i < n; i++) {
+				double a, b;
+				if (dt == TAPRT_F32)
+					a = ((float *)bufs[k])[i], b = ((float *)want)[i];
+				else if (dt == TAPRT_F64)
+					a = ((double *)bufs[k])[i], b = ((double *)want)[i];
+				else
+					a = dt == TAPRT_I32 ? ((int32_t *)bufs[k])[i] : ((int64_t *)bufs[k])[i],
+					b = dt == TAPRT_I32 ? ((int32_t *)want)[i] : ((int64_t *)want)[i];
+				ok = dt == TAPRT_F32 || dt == TAPRT_F64 ? fabs(a - b) <= 1e-6 * (1 + fabs(b)) :
+				    a == b;
+			}
+			CHECK(ok, "iallreduce %s %s count %lld: rc %d (%s)", gname(g), taprt_dtype_name(dt),
+			    (long long)n, rc, B->strerror(rc));
+			free(want);
+			free(bufs[k]);
+		}
+	}
 	for (size_t d = 0; d < sizeof adt / sizeof adt[0]; d++)
 		for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
 			for (int inplace = 0; inplace < 2; inplace++) {
