@@ -302,6 +302,9 @@ print_graph(FILE *f, Graph *g)
 	for (TensorId t = 0; t < g->ntensors; t++)
 		if (pr.num[t] < 0 && g->tensors[t].kind == TK_WEIGHT)
 			put_source(&pr, t);
+	for (TensorId t = 0; t < g->ntensors; t++) /* optimizer state, after the weights */
+		if (pr.num[t] < 0 && g->tensors[t].kind == TK_STATE)
+			put_source(&pr, t);
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (!g->nodes[n].dead)
 			put_node(&pr, n);

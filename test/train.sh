@@ -186,15 +186,17 @@ expect_err() { # WHAT WANT ARGS...
 		fail "$what: $(cat "$tmp/err")"
 	fi
 }
-# a training graph's IR dump (its loss and gradient lines) compiles to the
-# same training program: torch's losses again
+# a training graph's IR dump (its loss and gradient lines, AdamW's state,
+# the replicas' gradient buckets) compiles to the same training program:
+# torch's losses again
 d=test/train/mlp
-if "$TAPC" $d/model.onnx -train $(cat $d/sgd/args) -batch=4 -emit=ir -o "$tmp/train.ir" 2>"$tmp/err" &&
+if "$TAPC" $d/model.onnx -train $(cat $d/adamw/args) -batch=4 -mesh 2x1 -dp=2 -emit=ir \
+    -o "$tmp/train.ir" 2>"$tmp/err" &&
     "$TAPC" "$tmp/train.ir" -model=$d/model.onnx -o "$tmp/fromir" 2>>"$tmp/err" &&
     make -s -C "$tmp/fromir" >/dev/null 2>>"$tmp/err" &&
     "$tmp/fromir/model" --train 10 --data $d/data >"$tmp/log" 2>>"$tmp/err" &&
-    $py -c "$cmp_losses" "$tmp/log" $d/sgd/losses.txt >"$tmp/cmp" 2>&1; then
-	pass "a training IR dump (loss and grad lines) compiles and trains as torch"
+    $py -c "$cmp_losses" "$tmp/log" $d/adamw/losses.txt >"$tmp/cmp" 2>&1; then
+	pass "a training IR dump (loss, grad and state lines; dp 2) compiles and trains as torch"
 else
 	fail "training IR dump: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
 fi
