@@ -5,7 +5,8 @@
  * tapc wrote a template beside the executable (backend/emit_save.c): the
  * input model with every trained weight an external tensor of one data
  * file, at offsets the program's save table lists.  Saving copies the
- * template to DIR/model.onnx and writes the data file, DIR/model.onnx.data:
+ * template to DIR/model.onnx and writes the data file, DIR/model.onnx.data
+ * (both under temporary names, renamed when complete):
  * rank 0 writes every weight, whole, from the ranks of replica 0 (replicas
  * are equal after the gradient all-reduce): its own, and the others' sent
  * to it, each rank's tensor-parallel slice put back where the weight
@@ -150,20 +151,29 @@ taprt_save(taprt_ctx *cx, const taprt_program *p, const taprt_rank_program *rp,
 		}
 		return 0;
 	}
-	/* rank 0: the template, the data file, every contribution */
-	char path[4096], data[4096], tmpl[4096];
+	/* rank 0: the template, the data file, every contribution; written
+	 * under temporary names and renamed at the end (data file first), so
+	 * a failure leaves DIR as it was */
+	char path[4096], data[4096], tmpl[4096], tpath[4200], tdata[4200];
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		return taprt_fail(cx, "--save: cannot make %s: %s", dir, strerror(errno));
 	snprintf(tmpl, sizeof tmpl, "%s/%s", exe_dir, p->save->template_file);
 	snprintf(path, sizeof path, "%s/model.onnx", dir);
 	snprintf(data, sizeof data, "%s/%s", dir, p->save->data_file);
-	if (copy_file(tmpl, path, cx->error, sizeof cx->error) != 0)
+	snprintf(tpath, sizeof tpath, "%s.tmp%ld", path, (long)getpid());
+	snprintf(tdata, sizeof tdata, "%s.tmp%ld", data, (long)getpid());
+	if (copy_file(tmpl, tpath, cx->error, sizeof cx->error) != 0) {
+		unlink(tpath);
 		return -1;
-	int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	int fd = open(tdata, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || ftruncate(fd, p->save->data_bytes) != 0) {
+		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return taprt_fail(cx, "--save: cannot write %s: %s", data, strerror(errno));
+		unlink(tpath);
+		unlink(tdata);
+		return taprt_fail(cx, "--save: cannot write %s: %s", data, strerror(e));
 	}
 	taprt_layout l;
 	taprt_layout_of(p, &l);
@@ -195,5 +205,11 @@ taprt_save(taprt_ctx *cx, const taprt_program *p, const taprt_rank_program *rp,
 	}
 	if (close(fd) != 0 && rc == 0)
 		rc = taprt_fail(cx, "--save: writing %s: %s", data, strerror(errno));
+	if (rc == 0 && (rename(tdata, data) != 0 || rename(tpath, path) != 0))
+		rc = taprt_fail(cx, "--save: cannot rename into %s: %s", dir, strerror(errno));
+	if (rc != 0) {
+		unlink(tpath);
+		unlink(tdata);
+	}
 	return rc;
 }
