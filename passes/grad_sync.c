@@ -5,7 +5,8 @@
  * DistributedDataParallel does.
  *
  * Gradients are bucketed in the order backward makes them (the last
- * layers' first), up to GRAD_BUCKET bytes each (DDP's default 25 MiB);
+ * layers' first), up to GRAD_BUCKET bytes each (DDP's default 25 MiB),
+ * never two pipeline stages' in one bucket;
  * each bucket is one AllReduce node (group "dp", mean 1) placed right
  * after the node that makes its last gradient, so a backend that runs it
  * while backward goes on overlaps the two, and the optimizer reads the
@@ -31,6 +32,14 @@ by_producer(const void *a, const void *b, void *arg)
 	return (x > y) - (x < y);
 }
 
+/* The pipeline stage of gradient i's producer: a bucket is one stage's. */
+static int
+grad_stage(const Graph *g, int i)
+{
+	NodeId p = g->tensors[g->grads[i].grad].producer;
+	return p != IR_NONE && g->mesh.pp > 1 ? g->nodes[p].stage : 0;
+}
+
 bool
 pass_grad_sync(Graph *g, PassCtx *cx)
 {
@@ -46,7 +55,7 @@ pass_grad_sync(Graph *g, PassCtx *cx)
 		int64_t bytes = 0;
 		while (j < g->ngrads && (j == i || bytes + ir_nbytes(&g->tensors[g->grads[j].grad]) <=
 		    GRAD_BUCKET) && g->tensors[g->grads[j].grad].dtype ==
-		    g->tensors[g->grads[i].grad].dtype)
+		    g->tensors[g->grads[i].grad].dtype && grad_stage(g, j) == grad_stage(g, i))
 			bytes += ir_nbytes(&g->tensors[g->grads[j++].grad]);
 		int k = j - i;
 		TensorId *in = malloc(sizeof *in * k), *out = malloc(sizeof *out * k);
