@@ -1,15 +1,22 @@
 /*
  * memplan.c - place a rank's activations in one arena, reusing memory.
  *
- * A rank runs the nodes of its pipeline stage (all of them without a
- * pipeline).  Each value tensor lives from the node that produces it to its
- * last use in the stage; a value received from an earlier stage lives from
- * the start of the micro-batch to its last use; graph outputs computed in
- * the stage are written straight into the program's output buffers and take
- * no arena space.  A view (Reshape and friends) takes no space either: it
- * is its input's bytes, whose block then lives until the view's last use.
- * Blocks are placed first-fit in a free list as the nodes are walked in
- * order and returned after their last use, all offsets 64-byte aligned.
+ * A rank runs its stage's schedule (Graph.sched, passes/schedule.c): the
+ * forward, backward and recompute steps of every micro-batch, receives,
+ * sends, gradient buckets and the optimizer.  Each value gets an instance
+ * per micro-batch it is computed or received for (a recompute makes a new
+ * one), living from the step that makes it to its last reader's, so the
+ * arena holds every micro-batch in flight under the schedule: a forward
+ * activation the backward reads lives from the forward of micro-batch k to
+ * its backward.  Graph outputs computed in the stage are written straight
+ * into the program's output buffers, inputs are read from the program's,
+ * and views (Reshape and friends) and in-place outputs (optimizers,
+ * GradAccumulate) are their source's bytes.  The step functions bind each
+ * tensor to its instance's offset per micro-batch (MemPlan.off).
+ * Blocks are placed two ways, and the smaller arena wins: largest first at
+ * the lowest offset free for their lifetime (every lifetime is known), or
+ * first-fit in a free list as the schedule is walked in order, returned
+ * after their last use; all offsets 64-byte aligned.
  * Weights the stage reads get a separate region, packed once.
  */
 #include <stdlib.h>
@@ -250,6 +257,76 @@ run_nodes(Plan *p, int j, StepKind what, int k)
 	}
 }
 
+static int
+by_size_desc(const void *a, const void *b, void *arg)
+{
+	const Plan *p = arg;
+	int x = *(const int *)a, y = *(const int *)b;
+	int64_t sx = ir_nbytes(&p->g->tensors[p->inst[x].t]);
+	int64_t sy = ir_nbytes(&p->g->tensors[p->inst[y].t]);
+	if (sx != sy)
+		return sx < sy ? 1 : -1;
+	return p->inst[x].born - p->inst[y].born;
+}
+
+static int
+by_offset(const void *a, const void *b, void *arg)
+{
+	const Plan *p = arg;
+	int64_t x = p->inst[*(const int *)a].off, y = p->inst[*(const int *)b].off;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Offline placement, largest first (the greedy-by-size of TFLite's
+ * planner): each instance goes at the lowest offset where it overlaps no
+ * placed instance that is live at the same time.  Knowing every lifetime
+ * up front it packs the many micro-batches' instances of a schedule much
+ * tighter than first-fit in time order.  Sets Inst.off; returns the arena
+ * size, or -1 (nothing placed) past PLACE_MAX instances.
+ */
+#define PLACE_MAX 40000
+
+static int64_t
+place_by_size(Plan *p)
+{
+	if (p->ninst > PLACE_MAX)
+		return -1;
+	int *ord = malloc(sizeof *ord * (p->ninst + 1)), *near = malloc(sizeof *near * (p->ninst + 1));
+	if (!ord || !near)
+		die("out of memory");
+	for (int i = 0; i < p->ninst; i++)
+		ord[i] = i;
+	qsort_r(ord, p->ninst, sizeof *ord, by_size_desc, p);
+	int64_t top = 0;
+	for (int q = 0; q < p->ninst; q++) {
+		Inst *x = &p->inst[ord[q]];
+		int64_t size = ALIGN(ir_nbytes(&p->g->tensors[x->t]));
+		int nn = 0;
+		for (int r = 0; r < q; r++) { /* placed, and live with x */
+			Inst *y = &p->inst[ord[r]];
+			if (y->born <= x->last && x->born <= y->last)
+				near[nn++] = ord[r];
+		}
+		qsort_r(near, nn, sizeof *near, by_offset, p);
+		int64_t off = 0;
+		for (int r = 0; r < nn; r++) {
+			Inst *y = &p->inst[near[r]];
+			int64_t ys = ALIGN(ir_nbytes(&p->g->tensors[y->t]));
+			if (off + size <= y->off)
+				break;
+			if (y->off + ys > off)
+				off = y->off + ys;
+		}
+		x->off = off;
+		if (off + size > top)
+			top = off + size;
+	}
+	free(ord);
+	free(near);
+	return top;
+}
+
 void
 emit_memplan(Graph *g, int stage, MemPlan *mp)
 {
@@ -375,6 +452,11 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		}
 	}
 
+	mp->arena_bytes = place_by_size(&p);
+	int64_t *by_size = malloc(sizeof *by_size * (p.ninst + 1));
+	for (int i = 0; i < p.ninst; i++)
+		by_size[i] = p.inst[i].off;
+
 	/* place the instances first-fit in event order, freeing after last use */
 	int nev = p.event + 1;
 	int *nfree = calloc(nev + 1, sizeof *nfree), *start = calloc(nev + 2, sizeof *start);
@@ -396,7 +478,12 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			give(&fl, in->off, ALIGN(ir_nbytes(&g->tensors[in->t])));
 		}
 	}
-	mp->arena_bytes = fl.top;
+	if (mp->arena_bytes >= 0 && mp->arena_bytes <= fl.top) /* the smaller of the two */
+		for (int i = 0; i < p.ninst; i++)
+			p.inst[i].off = by_size[i];
+	else
+		mp->arena_bytes = fl.top;
+	free(by_size);
 	mp->nsteps = ss->nsteps;
 	mp->off = malloc(sizeof *mp->off * (ss->nsteps + 1));
 	for (int j = 0; j < ss->nsteps; j++) {

@@ -399,6 +399,38 @@ accumulate(GradCtx *c, TensorId w, TensorId d)
 	return out;
 }
 
+/* Each GradAccumulate (nodes [first, nnodes)) right after the node making
+ * its gradient, so the micro-batch's gradient dies there instead of
+ * living to the end of backward beside every other weight's. */
+static void
+place_accumulates(Graph *g, int first)
+{
+	NodeId *order = malloc(sizeof *order * (g->nnodes + 1));
+	NodeId *after = malloc(sizeof *after * (g->nnodes + 1));
+	if (!order || !after)
+		die("out of memory");
+	for (NodeId n = first; n < g->nnodes; n++) /* grad_whole's nodes stay: -2 */
+		after[n] = g->nodes[n].op == OP_GradAccumulate ?
+		    g->tensors[g->nodes[n].in[1]].producer : -2;
+	int k = 0;
+	for (NodeId n = first; n < g->nnodes; n++) /* a gradient no node makes: first */
+		if (after[n] == IR_NONE)
+			order[k++] = n;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		if (n >= first && after[n] != -2)
+			continue;
+		order[k++] = n;
+		for (NodeId a = first; a < g->nnodes; a++)
+			if (after[a] == n)
+				order[k++] = a;
+	}
+	if (k != g->nnodes)
+		die("autodiff: placing GradAccumulate lost nodes");
+	ir_reorder(g, order);
+	free(order);
+	free(after);
+}
+
 static void
 record_grads(GradCtx *c)
 {
@@ -449,7 +481,10 @@ pass_autodiff(Graph *g, PassCtx *cx)
 	mark_needed(g, var, c.needs);
 	bool ok = check_rules(&c) && check_clones(&c) && backward(&c, nn);
 	if (ok) {
+		int before = g->nnodes;
 		record_grads(&c);
+		if (g->nnodes > before)
+			place_accumulates(g, before);
 	} else {
 		/* everything built was appended: drop it */
 		g->nnodes = nn;
