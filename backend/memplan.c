@@ -517,8 +517,12 @@ emit_memplan_free(MemPlan *mp)
 MemPlan *
 emit_memplans(Graph *g)
 {
-	if (!g->sched) /* no schedule pass ran: the default one */
+	if (!g->sched) { /* no schedule pass ran: the default one, not simulated */
 		sched_build(g, SCHED_1F1B, NULL);
+		g->sched_time = -1;
+		for (int k = 0; k < SCHED_COUNT; k++)
+			g->sched_times[k] = -1;
+	}
 	MemPlan *mps = malloc(sizeof *mps * emit_nstages(g));
 	if (!mps)
 		die("out of memory");
