@@ -28,14 +28,23 @@ typedef struct {
  * past it is refused (emit_program) rather than written with wrapped sizes. */
 #define EMIT_MAX_REGION ((int64_t)1 << 56)
 
-/* Arena layout of one rank's activations: the nodes of its stage (memplan.c). */
+/*
+ * Memory of one rank of a stage (memplan.c): its weight region, and its
+ * activation arena laid out for the stage's whole schedule (Graph.sched):
+ * every value gets an instance per micro-batch it is computed or received
+ * for (another when recomputed), which lives from the step making it to
+ * its last reader's, so the arena holds every micro-batch in flight.
+ */
 typedef struct {
-	bool *recv;                     /* per tensor: received from an earlier stage */
+	bool *recv;                     /* per tensor: received from another stage */
 	TensorId *view;                 /* per tensor: the tensor whose memory it is, or IR_NONE */
-	int64_t *offset;                /* per tensor: byte offset in the arena, -1 if not there */
-	int64_t arena_bytes;
+	bool *bound;                    /* per tensor: in the program's input or output buffers,
+					 * re-bound per micro-batch (views of them follow) */
+	int64_t arena_bytes;            /* the arena's high-water mark */
 	int64_t *woffset;               /* per tensor: offset in the weight region, -1 if none */
 	int64_t weight_bytes;
+	int nsteps;                     /* the stage's schedule's */
+	int64_t **off;                  /* [nsteps][tensor]: arena offset step j binds t to, -1 */
 } MemPlan;
 
 void emit_memplan(Graph *g, int stage, MemPlan *mp);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/emit.h"
+#include "passes/pipeline.h"
 
 typedef struct {
 	FILE *f;
@@ -236,53 +237,31 @@ stage_uses(Graph *g, int s)
 	return use;
 }
 
-/* After tensor t is computed in stage s: send it to every later stage
- * that reads it, each rank to the rank with its TP coordinate there. */
-static void
-put_sends(Emitter *e, int s, TensorId t, int tp)
-{
-	Graph *g = e->g;
-	bool *sent = calloc(emit_nstages(g) + 1, 1);
-	if (!sent)
-		die("out of memory");
-	for (int i = 0; i < g->nusers[t]; i++) {
-		NodeId u = g->users[t][i];
-		int to = emit_stage(g, u);
-		if (g->nodes[u].dead || to <= s || sent[to])
-			continue;
-		sent[to] = true;
-		fprintf(e->f, "\t\tif (taprt_send(cx, &T[%d], cx->rank + %d, %d))\n\t\t\treturn -1;"
-		    "\t/* to stage %d */\n", e->num[t], (to - s) * tp, e->num[t], to);
-	}
-	free(sent);
-}
-
 /*
- * The calls of stage s's nodes in one region (IR_NONE: the top level) and
- * branch, at `indent` tabs.  An If runs one of its branches where it is:
+ * The calls of stage s's nodes of one step kind (schedule.c) in one region
+ * (IR_NONE: the top level) and branch, at `indent` tabs.  An If runs one of its branches where it is:
  * the branches' nodes were placed before it in the graph, but they read
  * only values defined before the If and nothing outside reads them, so
  * they run inside `if (cond) { then } else { else }` and the If's kernel
- * then copies the taken branch's outputs.  Values cross to later stages
- * only from the top level (an If is never cut).
+ * then copies the taken branch's outputs.  Values cross stages only from
+ * the top level (an If is never cut), by the schedule's send steps.
  */
 static void
-put_nodes(Emitter *e, int stage, int region, int branch, int indent)
+put_nodes(Emitter *e, int stage, StepKind what, int region, int branch, int indent)
 {
 	Graph *g = e->g;
 	FILE *f = e->f;
-	int tp = g->mesh.tp > 1 ? g->mesh.tp : 1, pp = emit_nstages(g);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		if (nd->dead || emit_stage(g, n) != stage || nd->region != region ||
-		    (region != IR_NONE && nd->branch != branch))
+		    (region != IR_NONE && nd->branch != branch) || sched_node_step(g, n) != what)
 			continue;
 		if (nd->op == OP_If) {
 			fprintf(f, "%.*sif (*(const uint8_t *)T[%d].data) {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t",
 			    e->num[nd->in[0]]);
-			put_nodes(e, stage, nd->owns, 0, indent + 1);
+			put_nodes(e, stage, what, nd->owns, 0, indent + 1);
 			fprintf(f, "%.*s} else {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
-			put_nodes(e, stage, nd->owns, 1, indent + 1);
+			put_nodes(e, stage, what, nd->owns, 1, indent + 1);
 			fprintf(f, "%.*s}\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
 		}
 		fprintf(f, "%.*s", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
@@ -300,9 +279,6 @@ put_nodes(Emitter *e, int stage, int region, int branch, int indent)
 		if (nd->phase == PHASE_BWD && g->mesh.dp > 1) /* started gradient all-reduces advance */
 			fprintf(f, "%.*sif (cx->pending) taprt_comm_progress(cx);\n", indent,
 			    "\t\t\t\t\t\t\t\t\t\t\t\t");
-		for (int i = 0; i < nd->nout && region == IR_NONE; i++)
-			if (nd->out[i] != IR_NONE && pp > 1)
-				put_sends(e, stage, nd->out[i], tp);
 	}
 }
 
@@ -331,8 +307,9 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	fprintf(f, ".\n * T[N] is %%N in `tapc -emit=ir`; each call names its ONNX node.\n"
 	    " * The tables hold one rank's state, so the Makefile compiles this file once\n"
 	    " * per rank of the stage (every TP coordinate of every replica), with\n"
-	    " * -DTAPRT_RANK=r.  run() loops over the replica's %d micro-batch%s.\n */\n", micro,
-	    micro == 1 ? "" : "es");
+	    " * -DTAPRT_RANK=r.  run() is the stage's schedule over the replica's %d\n"
+	    " * micro-batch%s (tapc's schedule pass): forwards, backwards, sends, receives.\n */\n",
+	    micro, micro == 1 ? "" : "es");
 	fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n#include <taprt.h>\n\n", f);
 	fputs("#ifndef TAPRT_RANK\n#define TAPRT_RANK 0\n#endif\n"
 	    "#define TAPRT_CAT_(a, b) a##b\n#define TAPRT_CAT(a, b) TAPRT_CAT_(a, b)\n"
@@ -398,45 +375,33 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 		if (!g->nodes[n].dead && emit_stage(g, n) == stage && !emit_is_view(g, n))
 			put_node_tables(&e, n);
 
-	/* Which tensors sit in the program's buffers, re-bound per micro-batch:
-	 * the inputs, the outputs this stage computes, and views of either. */
-	bool *bound = calloc(g->ntensors + 1, 1);
-	for (int i = 0; i < g->ninputs; i++)
-		bound[g->inputs[i]] = true;
-	for (int i = 0; i < g->noutputs; i++) {
-		TensorId t = g->outputs[i];
-		if (g->tensors[t].kind == TK_VALUE && mp->offset[t] < 0 && !mp->recv[t] &&
-		    emit_tensor_stage(g, t) == stage)
-			bound[t] = true;
-	}
+	const StageSched *ss = &g->sched[stage];
+	TensorId loss = g->loss != IR_NONE && emit_tensor_stage(g, g->loss) == stage ? g->loss :
+	    IR_NONE;
+	if (loss != IR_NONE) /* the step's loss: the mean of its micro-batches' */
+		fputs("\nstatic double LOSS_V;\nstatic taprt_tensor LOSS = {&LOSS_V, 11, 0, {0}, 1};\n", f);
 
 	fputs("\nextern const taprt_rank_program RANK_PROGRAM;\n\n", f);
-	fputs("static int\ninit(taprt_ctx *cx)\n{\n\tchar *a = cx->arena, *w = cx->weights;\n", f);
-	fputs("\t(void)a;\n\t(void)w;\n", f);
+	/* init: weights, state, constants, and what aliases them */
+	fputs("static int\ninit(taprt_ctx *cx)\n{\n\tchar *w = cx->weights;\n\t(void)w;\n", f);
 	for (int i = 0; i < ntensors; i++) {
 		TensorId t = byn[i];
-		if (t == IR_NONE || !use[t] || bound[t] ||
-		    (mp->view[t] != IR_NONE && bound[mp->view[t]]))
+		if (t == IR_NONE || !use[t])
 			continue;
-		if (mp->view[t] != IR_NONE)
-			fprintf(f, "\tT[%d].data = T[%d].data; /* a view */\n", i, e.num[mp->view[t]]);
-		else if (has_data(&g->tensors[t]))
-			fprintf(f, "\tT[%d].data = (void *)C%d;\n", i, i);
-		else if (mp->woffset[t] >= 0)
-			fprintf(f, "\tT[%d].data = w + %lld;\n", i, (long long)mp->woffset[t]);
-		else if (mp->offset[t] >= 0)
-			fprintf(f, "\tT[%d].data = a + %lld;\n", i, (long long)mp->offset[t]);
+		TensorId r = mp->view[t] != IR_NONE ? mp->view[t] : t;
+		if (has_data(&g->tensors[r]))
+			fprintf(f, "\tT[%d].data = (void *)C%d;%s\n", i, e.num[r], r != t ? " /* a view */" : "");
+		else if (mp->woffset[r] >= 0)
+			fprintf(f, "\tT[%d].data = w + %lld;%s\n", i, (long long)mp->woffset[r],
+			    r != t ? " /* in place */" : "");
 	}
 	fputs("\treturn taprt_load_weights(cx, &RANK_PROGRAM);\n}\n\n", f);
 
-	fputs("static int\nrun(taprt_ctx *cx)\n{\n", f);
-	fputs("\tfor (int m = 0; m < MICROBATCHES; m++) {\n", f);
-	fputs("\t\t/* micro-batch m: rows m*b .. m*b+b-1 of the replica's, which\n"
-	    "\t\t * cx->inputs and cx->outputs point at */\n", f);
-	fputs("\t\tint64_t k = m;\n\t\t(void)k;\n", f);
+	/* micro-batch k's rows of the program's inputs and outputs */
+	fputs("static void\nbind_io(taprt_ctx *cx, int64_t k)\n{\n\t(void)cx;\n\t(void)k;\n", f);
 	for (int i = 0; i < g->ninputs; i++) /* a scalar input (a flag) is every micro-batch's */
 		if (use[g->inputs[i]])
-			fprintf(f, "\t\tT[%d].data = (char *)cx->inputs[%d] + k * %lld;\n",
+			fprintf(f, "\tT[%d].data = (char *)cx->inputs[%d] + k * %lld;\n",
 			    e.num[g->inputs[i]], i, g->tensors[g->inputs[i]].rank ?
 			    (long long)ir_nbytes(&g->tensors[g->inputs[i]]) : 0LL);
 	for (int i = 0; i < g->noutputs; i++) {
@@ -444,38 +409,135 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 		bool first = true;
 		for (int k = 0; k < i; k++)
 			first &= g->outputs[k] != t;
-		if (first && bound[t] && g->tensors[t].kind == TK_VALUE)
-			fprintf(f, "\t\tT[%d].data = (char *)cx->outputs[%d] + k * %lld;\n", e.num[t], i,
+		if (first && mp->bound[t] && g->tensors[t].kind == TK_VALUE)
+			fprintf(f, "\tT[%d].data = (char *)cx->outputs[%d] + k * %lld;\n", e.num[t], i,
 			    (long long)ir_nbytes(&g->tensors[t]));
 	}
 	for (int i = 0; i < ntensors; i++) {
 		TensorId t = byn[i];
-		if (t != IR_NONE && use[t] && mp->view[t] != IR_NONE && bound[mp->view[t]])
-			fprintf(f, "\t\tT[%d].data = T[%d].data; /* a view */\n", i, e.num[mp->view[t]]);
+		if (t != IR_NONE && use[t] && mp->view[t] != IR_NONE && mp->bound[mp->view[t]])
+			fprintf(f, "\tT[%d].data = T[%d].data; /* a view */\n", i, e.num[mp->view[t]]);
 	}
-	for (int i = 0; i < ntensors; i++) {
-		TensorId t = byn[i];
-		if (t != IR_NONE && mp->recv[t])
-			fprintf(f, "\t\tif (taprt_recv(cx, &T[%d], cx->rank - %d, %d))\n\t\t\treturn -1;"
-			    "\t/* from stage %d */\n", i, (stage - emit_tensor_stage(g, t)) * tp, i,
-			    emit_tensor_stage(g, t));
-	}
-	put_nodes(&e, stage, IR_NONE, 0, 2);
-	/* outputs this stage owns that are not computed into their buffer:
-	 * inputs, weights, constants, or a value listed twice */
-	for (int i = 0; i < g->noutputs; i++) {
-		TensorId t = g->outputs[i];
-		if (emit_tensor_stage(g, t) != stage)
+	fputs("}\n\n", f);
+	fputs("static void\nbind(taprt_ctx *cx, const int32_t *t, const int64_t *off, int n)\n{\n"
+	    "\tfor (int i = 0; i < n; i++)\n\t\tT[t[i]].data = (char *)cx->arena + off[i];\n}\n\n", f);
+
+	/* the step functions: per kind, the tensors its steps bind in the arena
+	 * and, per micro-batch, where */
+	static const char *fn[STEP_COUNT] = {[STEP_FWD] = "fwd", [STEP_BWD] = "bwd",
+		[STEP_RECOMPUTE] = "recompute", [STEP_OPT] = "opt"};
+	static const char *up[STEP_COUNT] = {[STEP_FWD] = "F", [STEP_BWD] = "B",
+		[STEP_RECOMPUTE] = "R", [STEP_OPT] = "O"};
+	int M = micro;
+	for (int kind = 0; kind < STEP_COUNT; kind++) {
+		if (!fn[kind])
 			continue;
-		bool direct = bound[t] && g->tensors[t].kind == TK_VALUE;
-		for (int k = 0; k < i && direct; k++)
-			direct = g->outputs[k] != t;
-		if (!direct)
-			fprintf(f, "\t\tmemcpy((char *)cx->outputs[%d] + k * %lld, T[%d].data, %lld);\n", i,
-			    (long long)ir_nbytes(&g->tensors[t]), e.num[t],
-			    (long long)ir_nbytes(&g->tensors[t]));
+		int first = -1;
+		for (int j = 0; j < ss->nsteps && first < 0; j++)
+			if ((int)ss->steps[j].kind == kind)
+				first = j;
+		if (first < 0)
+			continue;
+		int nl = 0;
+		for (int i = 0; i < ntensors; i++)
+			nl += byn[i] != IR_NONE && mp->off[first][byn[i]] >= 0;
+		int rows = kind == STEP_OPT ? 1 : M;
+		fprintf(f, "static const int32_t L%s[%d] = {", up[kind], nl ? nl : 1);
+		for (int i = 0, c = 0; i < ntensors; i++)
+			if (byn[i] != IR_NONE && mp->off[first][byn[i]] >= 0)
+				fprintf(f, "%s%d", c++ ? ", " : "", i);
+		fprintf(f, "%s};\nstatic const int64_t O%s[%d][%d] = {\n", nl ? "" : "0", up[kind], rows,
+		    nl ? nl : 1);
+		for (int r = 0; r < rows; r++) {
+			int js = -1;
+			for (int j = 0; j < ss->nsteps && js < 0; j++)
+				if ((int)ss->steps[j].kind == kind && (kind == STEP_OPT || ss->steps[j].micro == r))
+					js = j;
+			fputs("\t{", f);
+			for (int i = 0, c = 0; i < ntensors; i++)
+				if (byn[i] != IR_NONE && mp->off[first][byn[i]] >= 0)
+					fprintf(f, "%s%lld", c++ ? ", " : "", js >= 0 ?
+					    (long long)mp->off[js][byn[i]] : 0LL);
+			fputs(nl ? "},\n" : "0},\n", f);
+		}
+		fprintf(f, "};\n\nstatic int\n%s(taprt_ctx *cx, int64_t k)\n{\n", fn[kind]);
+		fprintf(f, "\tcx->micro = (int)k;\n\tbind(cx, L%s, O%s[%s], %d);\n\tbind_io(cx, k);\n",
+		    up[kind], up[kind], kind == STEP_OPT ? "0" : "k", nl);
+		put_nodes(&e, stage, kind == STEP_RECOMPUTE ? STEP_FWD : kind, IR_NONE, 0, 1);
+		if (kind == STEP_FWD) {
+			/* outputs this stage owns that are not computed into their
+			 * buffer: inputs, weights, constants, or a value listed twice */
+			for (int i = 0; i < g->noutputs; i++) {
+				TensorId t = g->outputs[i];
+				if (emit_tensor_stage(g, t) != stage)
+					continue;
+				bool direct = mp->bound[t] && g->tensors[t].kind == TK_VALUE;
+				for (int q = 0; q < i && direct; q++)
+					direct = g->outputs[q] != t;
+				if (!direct)
+					fprintf(f, "\tmemcpy((char *)cx->outputs[%d] + k * %lld, T[%d].data, %lld);\n",
+					    i, (long long)ir_nbytes(&g->tensors[t]), e.num[t],
+					    (long long)ir_nbytes(&g->tensors[t]));
+			}
+			if (loss != IR_NONE)
+				fprintf(f, "\tLOSS_V += (double)*(const %s *)T[%d].data / MICROBATCHES;\n",
+				    g->tensors[loss].dtype == DT_F64 ? "double" : "float", e.num[loss]);
+		}
+		fputs("\treturn cx->error[0] ? -1 : 0;\n}\n\n", f);
 	}
-	fputs("\t\tif (cx->error[0])\n\t\t\treturn -1;\n\t}\n\treturn 0;\n}\n\n", f);
+
+	/* run(): the schedule, step by step */
+	fprintf(f, "/* stage %d's schedule (%s", stage, sched_name(g->sched_kind));
+	if (ss->recompute)
+		fputs(", recomputing", f);
+	fprintf(f, "): at most %d micro-batch%s in flight */\n", ss->inflight,
+	    ss->inflight == 1 ? "" : "es");
+	fputs("static int\nrun(taprt_ctx *cx)\n{\n\tchar *a = cx->arena;\n\t(void)a;\n", f);
+	if (loss != IR_NONE)
+		fputs("\tLOSS_V = 0;\n", f);
+	bool first_bwd = true;
+	for (int j = 0; j < ss->nsteps; j++) {
+		const SchedStep *st = &ss->steps[j];
+		switch (st->kind) {
+		case STEP_FWD: case STEP_RECOMPUTE:
+			fprintf(f, "\tif (%s(cx, %d))\n\t\treturn -1;\n", fn[st->kind], st->micro);
+			break;
+		case STEP_BWD:
+			fprintf(f, "\tcx->first_backward = %d;\n\tif (bwd(cx, %d))\n\t\treturn -1;\n",
+			    first_bwd, st->micro);
+			first_bwd = false;
+			break;
+		case STEP_OPT:
+			fputs("\tif (opt(cx, 0))\n\t\treturn -1;\n", f);
+			break;
+		case STEP_RECV: case STEP_SEND: {
+			int i = e.num[st->t];
+			if (mp->off[j][st->t] >= 0)
+				fprintf(f, "\tT[%d].data = a + %lld;\n", i, (long long)mp->off[j][st->t]);
+			int d = (st->peer - stage) * tp;
+			fprintf(f, "\tif (taprt_%s(cx, &T[%d], cx->rank %c %d, %d))\n\t\treturn -1;"
+			    "\t/* micro-batch %d %s stage %d */\n", st->kind == STEP_RECV ? "recv" : "send", i,
+			    d < 0 ? '-' : '+', d < 0 ? -d : d, i, st->micro,
+			    st->kind == STEP_RECV ? "from" : "to", st->peer);
+			break;
+		}
+		case STEP_SYNC: {
+			Node *nd = &g->nodes[st->node];
+			for (int q = 0; q < nd->nin + nd->nout; q++) {
+				TensorId t = q < nd->nin ? nd->in[q] : nd->out[q - nd->nin];
+				if (t != IR_NONE && mp->off[j][t] >= 0)
+					fprintf(f, "\tT[%d].data = a + %lld;\n", e.num[t], (long long)mp->off[j][t]);
+			}
+			fprintf(f, "\ttaprt_op_AllReduce(cx, &N%d);\t/* ", st->node);
+			ir_esc_c_comment(f, nd->name);
+			fputs(" */\n\tif (cx->error[0])\n\t\treturn -1;\n", f);
+			break;
+		}
+		default:
+			unreachable();
+		}
+	}
+	fputs("\treturn 0;\n}\n\n", f);
 	/* what the stage reads and computes: with a process per rank, what
 	 * each process loads and sends to rank 0 */
 	fprintf(f, "static const bool READS[%d] = {", g->ninputs ? g->ninputs : 1);
@@ -488,10 +550,9 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	fprintf(f, "%s};\n", g->noutputs ? "" : "0");
 	fprintf(f, "const taprt_rank_program RANK_PROGRAM = {init, run, %lld, %lld, %d, W, READS, WRITES",
 	    (long long)mp->arena_bytes, (long long)mp->weight_bytes, nweights);
-	if (g->loss != IR_NONE && emit_tensor_stage(g, g->loss) == stage) /* training: the loss */
-		fprintf(f, ", &T[%d]", e.num[g->loss]);
+	if (loss != IR_NONE) /* training: the loss */
+		fputs(", &LOSS", f);
 	fputs("};\n", f);
-	free(bound);
 	free(byn);
 	free(use);
 	free(e.num);

@@ -148,10 +148,17 @@ emit_schedule(FILE *f, Graph *g, const char *name)
 		PipeSpec p = {.nstages = k, .micro = g->microbatches, .fwd = fw,
 			.bwd = g->cost.train ? bw : NULL, .comm = g->pipe_comm};
 		PipeSim sim;
-		if (!pipe_simulate(&p, &sim))
+		/* the schedule pass's lists when it ran, else the planner's 1F1B */
+		if (sched_simulate(g, &sim) < 0 && !pipe_simulate(&p, &sim))
 			die("no pipeline to draw");
-		char title[512];
-		snprintf(title, sizeof title, "%s: %s, tp=%d", name, g->pipe_method, g->mesh.tp);
+		char title[512], rec[128] = "";
+		for (int s = 0; g->sched && s < k; s++)
+			if (g->sched[s].recompute)
+				snprintf(rec + strlen(rec), sizeof rec - strlen(rec), "%s%d",
+				    rec[0] ? "," : ", recomputing stages ", s);
+		snprintf(title, sizeof title, "%s: %s, tp=%d, %s schedule%s", name, g->pipe_method,
+		    g->mesh.tp, g->sched && g->loss != IR_NONE ? sched_name(g->sched_kind) :
+		    g->cost.train ? "1f1b" : "forward", rec);
 		m = open_memstream(&gantt, &ngantt);
 		pipe_svg(m, &sim, k, title);
 		fclose(m);

@@ -1,21 +1,29 @@
 /*
  * memplan.c - place a rank's activations in one arena, reusing memory.
  *
- * A rank runs the nodes of its pipeline stage (all of them without a
- * pipeline).  Each value tensor lives from the node that produces it to its
- * last use in the stage; a value received from an earlier stage lives from
- * the start of the micro-batch to its last use; graph outputs computed in
- * the stage are written straight into the program's output buffers and take
- * no arena space.  A view (Reshape and friends) takes no space either: it
- * is its input's bytes, whose block then lives until the view's last use.
- * Blocks are placed first-fit in a free list as the nodes are walked in
- * order and returned after their last use, all offsets 64-byte aligned.
+ * A rank runs its stage's schedule (Graph.sched, passes/schedule.c): the
+ * forward, backward and recompute steps of every micro-batch, receives,
+ * sends, gradient buckets and the optimizer.  Each value gets an instance
+ * per micro-batch it is computed or received for (a recompute makes a new
+ * one), living from the step that makes it to its last reader's, so the
+ * arena holds every micro-batch in flight under the schedule: a forward
+ * activation the backward reads lives from the forward of micro-batch k to
+ * its backward.  Graph outputs computed in the stage are written straight
+ * into the program's output buffers, inputs are read from the program's,
+ * and views (Reshape and friends) and in-place outputs (optimizers,
+ * GradAccumulate) are their source's bytes.  The step functions bind each
+ * tensor to its instance's offset per micro-batch (MemPlan.off).
+ * Blocks are placed two ways, and the smaller arena wins: largest first at
+ * the lowest offset free for their lifetime (every lifetime is known), or
+ * first-fit in a free list as the schedule is walked in order, returned
+ * after their last use; all offsets 64-byte aligned.
  * Weights the stage reads get a separate region, packed once.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/emit.h"
+#include "passes/pipeline.h"
 
 #define ALIGN(x) (((x) + 63) & ~(int64_t)63)
 
@@ -83,6 +91,8 @@ emit_inplace(const Graph *g, NodeId n, int out)
 	switch (g->nodes[n].op) { /* the optimizers: (weight, grad, state...) -> (weight, state...) */
 	case OP_SGD: case OP_AdamW:
 		return out == 0 ? 0 : out + 1;
+	case OP_GradAccumulate: /* (sum, dW) -> sum */
+		return 0;
 	default:
 		return -1;
 	}
@@ -122,13 +132,15 @@ emit_check_stages(Graph *g)
 		if (g->nodes[n].dead)
 			continue;
 		int s = g->nodes[n].stage;
-		if (s < prev || s >= k) {
+		bool fwd = g->nodes[n].phase == PHASE_FWD; /* backward runs the stages backwards */
+		if ((fwd && s < prev) || s < 0 || s >= k) {
 			diag_error("%s: node '%s' is in stage %d, but the program has %d pipeline stages "
 			    "in order (run stage-assign: -passes=...,pipe-shard,stage-assign)", g->model,
 			    g->nodes[n].name, s, k);
 			return false;
 		}
-		prev = s;
+		if (fwd)
+			prev = s;
 	}
 	return true;
 }
@@ -150,30 +162,198 @@ emit_tensor_stage(const Graph *g, TensorId t)
 	return s < 0 ? 0 : s;
 }
 
+/* The instances of tensors a stage's schedule makes: one per value per
+ * micro-batch it is computed (or received) for, again when recomputed. */
+typedef struct {
+	TensorId t;                     /* the tensor owning the bytes (a view's source) */
+	int born, last;                 /* events: made, last read */
+	int64_t off;
+} Inst;
+
+typedef struct {
+	Graph *g;
+	MemPlan *mp;
+	int stage, M;
+	Inst *inst;
+	int ninst, capinst;
+	int *cur;                       /* [ntensors * M]: the live instance of (t, micro) */
+	int **use;                      /* per step: instance each tensor is bound to, -1 */
+	int event;
+} Plan;
+
+static TensorId
+root(const MemPlan *mp, TensorId t)
+{
+	return mp->view[t] != IR_NONE ? mp->view[t] : t;
+}
+
+/* Does t's memory live in the arena (not weights, constants or the
+ * program's input and output buffers)? */
+static bool
+in_arena(const Graph *g, const MemPlan *mp, TensorId t)
+{
+	TensorId r = root(mp, t);
+	return g->tensors[r].kind == TK_VALUE && !mp->bound[r] && mp->woffset[r] < 0;
+}
+
+static int
+make(Plan *p, TensorId t, int k)
+{
+	if (p->ninst == p->capinst) {
+		p->capinst = p->capinst ? 2 * p->capinst : 256;
+		p->inst = realloc(p->inst, sizeof *p->inst * p->capinst);
+		if (!p->inst)
+			die("out of memory");
+	}
+	p->inst[p->ninst] = (Inst){t, p->event, p->event, -1};
+	p->cur[(size_t)t * p->M + k] = p->ninst;
+	return p->ninst++;
+}
+
+/* Step j reads or writes tensor t of micro-batch k at the current event. */
+static void
+touch(Plan *p, int j, TensorId t, int k, bool write)
+{
+	MemPlan *mp = p->mp;
+	if (t == IR_NONE || !in_arena(p->g, mp, t))
+		return;
+	TensorId r = root(mp, t);
+	int i = write ? make(p, r, k) : p->cur[(size_t)r * p->M + k];
+	if (i < 0)
+		die("memplan: stage %d step %d reads '%s' of micro-batch %d before it is made",
+		    p->stage, j, p->g->tensors[t].name, k);
+	if (p->event > p->inst[i].last)
+		p->inst[i].last = p->event;
+	p->use[j][t] = i;
+	p->use[j][r] = i;
+}
+
+/* The nodes of step kind `what` of the stage, in order, at micro-batch k. */
+static void
+run_nodes(Plan *p, int j, StepKind what, int k)
+{
+	Graph *g = p->g;
+	MemPlan *mp = p->mp;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead || emit_stage(g, n) != p->stage || sched_node_step(g, n) != what)
+			continue;
+		for (int i = 0; i < nd->nin; i++)
+			touch(p, j, nd->in[i], k, false);
+		for (int a = 0; a < nd->nattr; a++)
+			if (nd->attr[a].type == ATTR_TENSOR)
+				touch(p, j, nd->attr[a].t, k, false);
+		if (emit_is_view(g, n)) {
+			touch(p, j, nd->out[0], k, false); /* its source's instance */
+			continue;
+		}
+		for (int o = 0; o < nd->nout; o++) {
+			TensorId t = nd->out[o];
+			if (t == IR_NONE)
+				continue;
+			touch(p, j, t, k, emit_inplace(g, n, o) < 0 && root(mp, t) == t);
+		}
+		p->event++;
+	}
+}
+
+static int
+by_size_desc(const void *a, const void *b, void *arg)
+{
+	const Plan *p = arg;
+	int x = *(const int *)a, y = *(const int *)b;
+	int64_t sx = ir_nbytes(&p->g->tensors[p->inst[x].t]);
+	int64_t sy = ir_nbytes(&p->g->tensors[p->inst[y].t]);
+	if (sx != sy)
+		return sx < sy ? 1 : -1;
+	return p->inst[x].born - p->inst[y].born;
+}
+
+static int
+by_offset(const void *a, const void *b, void *arg)
+{
+	const Plan *p = arg;
+	int64_t x = p->inst[*(const int *)a].off, y = p->inst[*(const int *)b].off;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Offline placement, largest first (the greedy-by-size of TFLite's
+ * planner): each instance goes at the lowest offset where it overlaps no
+ * placed instance that is live at the same time.  Knowing every lifetime
+ * up front it packs the many micro-batches' instances of a schedule much
+ * tighter than first-fit in time order.  Sets Inst.off; returns the arena
+ * size, or -1 (nothing placed) past PLACE_MAX instances.
+ */
+#define PLACE_MAX 40000
+
+static int64_t
+place_by_size(Plan *p)
+{
+	if (p->ninst > PLACE_MAX)
+		return -1;
+	int *ord = malloc(sizeof *ord * (p->ninst + 1)), *near = malloc(sizeof *near * (p->ninst + 1));
+	if (!ord || !near)
+		die("out of memory");
+	for (int i = 0; i < p->ninst; i++)
+		ord[i] = i;
+	qsort_r(ord, p->ninst, sizeof *ord, by_size_desc, p);
+	int64_t top = 0;
+	for (int q = 0; q < p->ninst; q++) {
+		Inst *x = &p->inst[ord[q]];
+		int64_t size = ALIGN(ir_nbytes(&p->g->tensors[x->t]));
+		int nn = 0;
+		for (int r = 0; r < q; r++) { /* placed, and live with x */
+			Inst *y = &p->inst[ord[r]];
+			if (y->born <= x->last && x->born <= y->last)
+				near[nn++] = ord[r];
+		}
+		qsort_r(near, nn, sizeof *near, by_offset, p);
+		int64_t off = 0;
+		for (int r = 0; r < nn; r++) {
+			Inst *y = &p->inst[near[r]];
+			int64_t ys = ALIGN(ir_nbytes(&p->g->tensors[y->t]));
+			if (off + size <= y->off)
+				break;
+			if (y->off + ys > off)
+				off = y->off + ys;
+		}
+		x->off = off;
+		if (off + size > top)
+			top = off + size;
+	}
+	free(ord);
+	free(near);
+	return top;
+}
+
 void
 emit_memplan(Graph *g, int stage, MemPlan *mp)
 {
 	int nt = g->ntensors;
+	const StageSched *ss = &g->sched[stage];
 	mp->view = malloc(sizeof *mp->view * (nt + 1));
-	mp->offset = malloc(sizeof *mp->offset * (nt + 1));
 	mp->woffset = malloc(sizeof *mp->woffset * (nt + 1));
 	mp->recv = calloc(nt + 1, 1);
-	int *last = malloc(sizeof *last * (nt + 1));
-	bool *is_out = calloc(nt + 1, 1), *used = calloc(nt + 1, 1);
-	if (!mp->view || !mp->offset || !mp->woffset || !mp->recv || !last || !is_out || !used)
+	mp->bound = calloc(nt + 1, 1);
+	bool *used = calloc(nt + 1, 1);
+	if (!mp->view || !mp->woffset || !mp->recv || !mp->bound || !used)
 		die("out of memory");
 	for (int t = 0; t < nt; t++) {
-		mp->offset[t] = mp->woffset[t] = -1;
+		mp->woffset[t] = -1;
 		mp->view[t] = IR_NONE;
-		last[t] = -1;
 	}
+	for (int i = 0; i < g->ninputs; i++)
+		mp->bound[g->inputs[i]] = true;
 	for (int i = 0; i < g->noutputs; i++) {
 		TensorId t = g->outputs[i];
 		/* computed here: into the output buffer; else copied out by its owner */
-		is_out[t] = emit_tensor_stage(g, t) == stage;
-		used[t] |= is_out[t];
+		if (emit_tensor_stage(g, t) == stage) {
+			used[t] = true;
+			mp->bound[t] = g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE;
+		}
 	}
-	/* a view's uses are uses of the tensor that owns the bytes */
+	/* views and in-place outputs: the bytes of the tensor they alias */
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		if (nd->dead || emit_stage(g, n) != stage)
@@ -186,6 +366,9 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			if (g->tensors[t].kind == TK_VALUE && emit_stage(g, g->tensors[t].producer) != stage)
 				mp->recv[t] = true;
 		}
+		for (int i = 0; i < nd->nout; i++)
+			if (nd->out[i] != IR_NONE)
+				used[nd->out[i]] = true;
 		if (emit_is_view(g, n)) {
 			TensorId src = nd->in[0];
 			mp->view[nd->out[0]] = mp->view[src] != IR_NONE ? mp->view[src] : src;
@@ -197,16 +380,7 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 				mp->view[nd->out[o]] = mp->view[src] != IR_NONE ? mp->view[src] : src;
 			}
 		}
-		for (int i = 0; i < nd->nin; i++) {
-			TensorId t = nd->in[i];
-			if (t != IR_NONE)
-				last[mp->view[t] != IR_NONE ? mp->view[t] : t] = n;
-		}
 	}
-
-	/* training: the runtime reads the loss after the step, so it never dies */
-	if (g->loss != IR_NONE)
-		last[mp->view[g->loss] != IR_NONE ? mp->view[g->loss] : g->loss] = g->nnodes;
 
 	mp->weight_bytes = 0;
 	for (TensorId t = 0; t < nt; t++) {
@@ -220,54 +394,111 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		}
 	}
 
-	FreeList fl = {0};
-	for (TensorId t = 0; t < nt; t++) /* received at the start of a micro-batch */
-		if (mp->recv[t]) {
-			mp->offset[t] = take(&fl, ALIGN(ir_nbytes(&g->tensors[t])));
-			if (last[t] < 0)
-				give(&fl, mp->offset[t], ALIGN(ir_nbytes(&g->tensors[t])));
-		}
-	for (NodeId n = 0; n < g->nnodes; n++) {
-		Node *nd = &g->nodes[n];
-		if (nd->dead || emit_stage(g, n) != stage)
-			continue;
-		if (emit_is_view(g, n)) {
-			mp->offset[nd->out[0]] = mp->offset[mp->view[nd->out[0]]];
-			continue; /* no code, no memory; its source lives on */
-		}
-		for (int i = 0; i < nd->nout; i++) {
-			TensorId t = nd->out[i];
-			if (t == IR_NONE || is_out[t])
-				continue;
-			if (emit_inplace(g, n, i) >= 0) { /* its input's bytes */
-				mp->offset[t] = mp->offset[mp->view[t]];
-				continue;
+	/* walk the schedule: every instance's first and last event */
+	int M = g->microbatches > 1 ? g->microbatches : 1;
+	Plan p = {.g = g, .mp = mp, .stage = stage, .M = M};
+	p.cur = malloc(sizeof *p.cur * ((size_t)nt * M + 1));
+	p.use = malloc(sizeof *p.use * (ss->nsteps + 1));
+	if (!p.cur || !p.use)
+		die("out of memory");
+	for (size_t i = 0; i < (size_t)nt * M; i++)
+		p.cur[i] = -1;
+	TensorId loss = g->loss != IR_NONE && emit_tensor_stage(g, g->loss) == stage ? g->loss : IR_NONE;
+	for (int j = 0; j < ss->nsteps; j++) {
+		const SchedStep *st = &ss->steps[j];
+		int k = st->micro >= 0 ? st->micro : M - 1; /* sync, optimizer: the step's last */
+		p.use[j] = malloc(sizeof *p.use[j] * (nt + 1));
+		if (!p.use[j])
+			die("out of memory");
+		for (TensorId t = 0; t < nt; t++)
+			p.use[j][t] = -1;
+		switch (st->kind) {
+		case STEP_RECV:
+			touch(&p, j, st->t, k, true);
+			p.event++;
+			break;
+		case STEP_SEND:
+			touch(&p, j, st->t, k, false);
+			p.event++;
+			break;
+		case STEP_FWD:
+			run_nodes(&p, j, STEP_FWD, k);
+			if (loss != IR_NONE) { /* read after the step: lives to its end */
+				p.event--;
+				touch(&p, j, loss, k, false);
+				p.event++;
 			}
-			mp->offset[t] = take(&fl, ALIGN(ir_nbytes(&g->tensors[t])));
+			break;
+		case STEP_RECOMPUTE:
+			run_nodes(&p, j, STEP_FWD, k);
+			break;
+		case STEP_BWD:
+			run_nodes(&p, j, STEP_BWD, k);
+			break;
+		case STEP_OPT:
+			run_nodes(&p, j, STEP_OPT, k);
+			break;
+		case STEP_SYNC: {
+			Node *nd = &g->nodes[st->node];
+			for (int i = 0; i < nd->nin; i++)
+				touch(&p, j, nd->in[i], k, false);
+			for (int o = 0; o < nd->nout; o++)
+				touch(&p, j, nd->out[o], k, true);
+			p.event++;
+			break;
 		}
-		/* outputs nobody reads die at once; inputs die at their last use */
-		for (int i = 0; i < nd->nout; i++) {
-			TensorId t = nd->out[i];
-			if (t != IR_NONE && mp->offset[t] >= 0 && last[t] < 0)
-				give(&fl, mp->offset[t], ALIGN(ir_nbytes(&g->tensors[t])));
-		}
-		for (int i = 0; i < nd->nin; i++) {
-			TensorId t = nd->in[i];
-			if (t == IR_NONE)
-				continue;
-			t = mp->view[t] != IR_NONE ? mp->view[t] : t;
-			bool again = false;
-			for (int k = 0; k < i; k++)
-				again |= nd->in[k] != IR_NONE &&
-				    (mp->view[nd->in[k]] != IR_NONE ? mp->view[nd->in[k]] : nd->in[k]) == t;
-			if (!again && last[t] == n && mp->offset[t] >= 0)
-				give(&fl, mp->offset[t], ALIGN(ir_nbytes(&g->tensors[t])));
+		default:
+			unreachable();
 		}
 	}
-	mp->arena_bytes = fl.top;
+
+	mp->arena_bytes = place_by_size(&p);
+	int64_t *by_size = malloc(sizeof *by_size * (p.ninst + 1));
+	for (int i = 0; i < p.ninst; i++)
+		by_size[i] = p.inst[i].off;
+
+	/* place the instances first-fit in event order, freeing after last use */
+	int nev = p.event + 1;
+	int *nfree = calloc(nev + 1, sizeof *nfree), *start = calloc(nev + 2, sizeof *start);
+	int *byl = malloc(sizeof *byl * (p.ninst + 1));
+	for (int i = 0; i < p.ninst; i++)
+		nfree[p.inst[i].last]++;
+	for (int e = 0; e < nev; e++)
+		start[e + 1] = start[e] + nfree[e];
+	memset(nfree, 0, sizeof *nfree * (nev + 1));
+	for (int i = 0; i < p.ninst; i++)
+		byl[start[p.inst[i].last] + nfree[p.inst[i].last]++] = i;
+	FreeList fl = {0};
+	int next = 0;
+	for (int e = 0; e < nev; e++) {
+		for (; next < p.ninst && p.inst[next].born == e; next++)
+			p.inst[next].off = take(&fl, ALIGN(ir_nbytes(&g->tensors[p.inst[next].t])));
+		for (int q = start[e]; q < start[e + 1]; q++) {
+			Inst *in = &p.inst[byl[q]];
+			give(&fl, in->off, ALIGN(ir_nbytes(&g->tensors[in->t])));
+		}
+	}
+	if (mp->arena_bytes >= 0 && mp->arena_bytes <= fl.top) /* the smaller of the two */
+		for (int i = 0; i < p.ninst; i++)
+			p.inst[i].off = by_size[i];
+	else
+		mp->arena_bytes = fl.top;
+	free(by_size);
+	mp->nsteps = ss->nsteps;
+	mp->off = malloc(sizeof *mp->off * (ss->nsteps + 1));
+	for (int j = 0; j < ss->nsteps; j++) {
+		mp->off[j] = malloc(sizeof *mp->off[j] * (nt + 1));
+		for (TensorId t = 0; t < nt; t++)
+			mp->off[j][t] = p.use[j][t] >= 0 ? p.inst[p.use[j][t]].off : -1;
+		free(p.use[j]);
+	}
 	free(fl.b);
-	free(last);
-	free(is_out);
+	free(nfree);
+	free(start);
+	free(byl);
+	free(p.inst);
+	free(p.cur);
+	free(p.use);
 	free(used);
 }
 
@@ -275,14 +506,23 @@ void
 emit_memplan_free(MemPlan *mp)
 {
 	free(mp->view);
-	free(mp->offset);
 	free(mp->woffset);
 	free(mp->recv);
+	free(mp->bound);
+	for (int j = 0; j < mp->nsteps; j++)
+		free(mp->off[j]);
+	free(mp->off);
 }
 
 MemPlan *
 emit_memplans(Graph *g)
 {
+	if (!g->sched) { /* no schedule pass ran: the default one, not simulated */
+		sched_build(g, SCHED_1F1B, NULL);
+		g->sched_time = -1;
+		for (int k = 0; k < SCHED_COUNT; k++)
+			g->sched_times[k] = -1;
+	}
 	MemPlan *mps = malloc(sizeof *mps * emit_nstages(g));
 	if (!mps)
 		die("out of memory");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend/emit.h"
+#include "passes/pipeline.h"
 #include "passes/tp.h"
 
 #define PLAN_FORMAT_VERSION 1
@@ -188,9 +189,24 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 		for (int d = 0; d < dp; d++) /* every replica's */
 			for (int q = 0; q < tp; q++)
 				fprintf(f, "%s%d", d || q ? ", " : "", (d * g->nstages + s) * tp + q);
-		fputs("]}", f);
+		fputs("]", f);
+		if (g->sched) {
+			const StageSched *ss = &g->sched[s];
+			fprintf(f, ", \"steps\": %d, \"in_flight\": %d, \"recompute\": %s", ss->nsteps,
+			    ss->inflight, ss->recompute ? "true" : "false");
+		}
+		fputs("}", f);
 	}
-	fputs("]},\n", f);
+	fputs("]", f);
+	if (g->sched) { /* the schedule pass: its kind and each kind's simulated step */
+		fprintf(f, ",\n    \"schedule\": {\"kind\": \"%s\", \"simulated_seconds\": %.6g, "
+		    "\"simulated\": {", g->loss != IR_NONE ? sched_name(g->sched_kind) : "forward",
+		    g->sched_time);
+		for (int k = 0; k < SCHED_COUNT; k++)
+			fprintf(f, "%s\"%s\": %.6g", k ? ", " : "", sched_name(k), g->sched_times[k]);
+		fputs("}}", f);
+	}
+	fputs("},\n", f);
 }
 
 /* The devices the plan is for: -cluster's nodes, or -mesh's. */
@@ -259,8 +275,12 @@ static void
 put_train_memory(FILE *f, Graph *g, const MemPlan *mp)
 {
 	int64_t w = 0, st = 0, gr = 0;
+	bool *sum = calloc(g->ntensors + 1, 1); /* GradAccumulate's sums: gradients, not state */
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (g->nodes[n].op == OP_GradAccumulate && !g->nodes[n].dead)
+			sum[g->nodes[n].in[0]] = true;
 	for (TensorId t = 0; t < g->ntensors; t++) {
-		if (mp->woffset[t] < 0)
+		if (mp->woffset[t] < 0 || sum[t])
 			continue;
 		if (g->tensors[t].kind == TK_STATE)
 			st += ir_nbytes(&g->tensors[t]);
@@ -273,6 +293,7 @@ put_train_memory(FILE *f, Graph *g, const MemPlan *mp)
 	fprintf(f, ", \"memory\": {\"weights\": %lld, \"gradients\": %lld, \"optimizer_state\": %lld, "
 	    "\"activations\": %lld, \"peak\": %lld}", (long long)w, (long long)gr, (long long)st,
 	    (long long)mp->arena_bytes, (long long)(mp->weight_bytes + mp->arena_bytes));
+	free(sum);
 }
 
 void

@@ -73,6 +73,10 @@ static cl::opt<double> WeightDecay("weight-decay", cl::desc("Weight decay (defau
 static cl::opt<double> Beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"), cl::value_desc("x"), cl::init(0.9), cl::cat(Cat));
 static cl::opt<double> Beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"), cl::value_desc("x"), cl::init(0.999), cl::cat(Cat));
 static cl::opt<double> Eps("eps", cl::desc("AdamW epsilon (default 1e-8)"), cl::value_desc("x"), cl::init(1e-8), cl::cat(Cat));
+static cl::opt<std::string> Schedule("schedule", cl::desc("The pipeline schedule: gpipe, 1f1b or merak (Merak's shifted critical path); default: the one the simulator predicts fastest (docs/pipeline.md)"),
+    cl::value_desc("gpipe|1f1b|merak"), cl::init(""), cl::cat(Cat));
+static cl::opt<std::string> Recompute("recompute", cl::desc("-train: recompute each micro-batch's forward before its backward: none, all, or auto (Merak's stage-aware recomputation: the stages whose in-flight activations do not fit)"),
+    cl::value_desc("none|all|auto"), cl::init("none"), cl::cat(Cat));
 static cl::opt<std::string> Search("search", cl::desc("How mesh-map searches: auto (exhaustive up to 100000 candidates, else annealing), exhaustive, anneal"),
     cl::value_desc("auto|exhaustive|anneal"), cl::init("auto"), cl::cat(Cat));
 static cl::opt<int> AnnealSteps("anneal-steps", cl::desc("Simulated annealing steps (default 500, as AMP)"),
@@ -148,6 +152,8 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->beta1 = Beta1;
 	o->beta2 = Beta2;
 	o->eps = Eps;
+	o->schedule = Schedule.c_str();
+	o->recompute = Recompute.c_str();
 	o->anneal_steps = AnnealSteps;
 	o->seed = Seed;
 	o->tp_random = TPRandom;

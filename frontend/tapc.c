@@ -52,8 +52,9 @@ extra_help(void)
 	    "  -weight-decay, -beta1, -beta2, -eps: torch.optim's rules and defaults). The labels are\n"
 	    "  an input named labels. OUT/NAME --train N --data DIR [--save DIR] runs N steps on\n"
 	    "  DIR/input_K.pb and DIR/labels.pb, prints \"step K loss L\", and saves DIR/model.onnx\n"
-	    "  with the trained weights; --bench-train N times N steps. Data and tensor parallelism\n"
-	    "  (pp 1, one micro-batch). docs/training.md.\n"
+	    "  with the trained weights; --bench-train N times N steps. Data, tensor and pipeline\n"
+	    "  parallelism: with M micro-batches each adds its gradient / M (GradAccumulate) and the\n"
+	    "  optimizer runs once per step. docs/training.md.\n"
 	    "\nTHE PLANNER: -mesh RxC is R nodes of C alike devices (-cost=flops=...,bw_intra=...,\n"
 	    "  bw_inter=...,latency=...,memory=...,op_latency=...,mem_bw=... sets them);\n"
 	    "  -cluster=FILE any cluster, in JSON (taprt-calibrate measures this machine):\n"
@@ -69,8 +70,12 @@ extra_help(void)
 	    "  model; tp-rewrite emits sliced weights and AllReduce/AllGather/ReduceScatter/Shard ops.\n"
 	    "\nPIPELINES: pipe-shard cuts the model into subgraphs (Merak), stage-assign groups them\n"
 	    "  into stages (AMP's pipe_dp, AutoPipe, the even split; the simulator picks); each stage\n"
-	    "  is one source, stageS.c, whose ranks send activations on by send/recv. -emit=plan\n"
-	    "  shows the stage table, -emit=schedule the simulated pipeline as SVG.\n"
+	    "  is one source, stageS.c, whose ranks send activations on by send/recv. The schedule\n"
+	    "  pass lists each stage's steps (forward, backward, recompute of a micro-batch, sends,\n"
+	    "  receives, gradient buckets, optimizer): -schedule=gpipe|1f1b|merak (default: the\n"
+	    "  fastest simulated; ties to 1f1b), -recompute=none|all|auto (auto: Merak's\n"
+	    "  stage-aware rule). The program's --memory-report prints each rank's measured peak\n"
+	    "  of activations. -emit=plan shows the stage table, -emit=schedule draws the schedule.\n"
 	    "\nSHAPES: every symbolic dim needs a value: dim 0 (the batch) is 1 or -batch=N; others come\n"
 	    "  from -dim NAME=N or -input-shape INPUT=AxBxC. A model exported at a fixed batch is\n"
 	    "  re-specialized for -batch, -dp and micro-batches: the batch baked into its constants\n"
@@ -586,14 +591,26 @@ main(int argc, char **argv)
 		    o.lr, o.momentum, o.weight_decay, o.beta1, o.beta2, o.eps);
 		ok = false;
 	}
-	if (o.train && o.pp > 1) {
-		diag_error("-train -pp=%d: pipeline training (1F1B and the other schedules) is not "
-		    "built yet; train with -pp=1 (data and tensor parallelism)", o.pp);
+	if (!*o.schedule)
+		cx.schedule = 0;
+	else if (strcmp(o.schedule, "1f1b") == 0)
+		cx.schedule = SCHED_1F1B + 1;
+	else if (strcmp(o.schedule, "gpipe") == 0)
+		cx.schedule = SCHED_GPIPE + 1;
+	else if (strcmp(o.schedule, "merak") == 0)
+		cx.schedule = SCHED_MERAK + 1;
+	else {
+		diag_error("-schedule=%s: expected gpipe, 1f1b or merak", o.schedule);
 		ok = false;
 	}
-	if (o.train && o.microbatches > 1) {
-		diag_error("-train -microbatches=%d: gradient accumulation over micro-batches is not "
-		    "built yet; a training step is one micro-batch per replica", o.microbatches);
+	if (strcmp(o.recompute, "none") == 0)
+		cx.recompute = RECOMPUTE_NONE;
+	else if (strcmp(o.recompute, "all") == 0)
+		cx.recompute = RECOMPUTE_ALL;
+	else if (strcmp(o.recompute, "auto") == 0)
+		cx.recompute = RECOMPUTE_AUTO;
+	else {
+		diag_error("-recompute=%s: expected none, all or auto", o.recompute);
 		ok = false;
 	}
 	if (o.train && strstr(o.cost, "objective=infer")) {

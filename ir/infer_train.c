@@ -414,6 +414,8 @@ ir_infer_train(Graph *g, NodeId n)
 	}
 	case OP_AdamW:
 		return infer_optimizer(g, n, 4, 3);
+	case OP_GradAccumulate: /* (sum, dW) -> sum': a float sum of dW's type */
+		return infer_optimizer(g, n, 2, 1);
 	case OP_SoftmaxGrad: case OP_LogSoftmaxGrad:
 		return infer_softmax_grad(g, n);
 	case OP_LayerNormalizationGrad:

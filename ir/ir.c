@@ -472,6 +472,7 @@ mark_attr_tensors(Graph *g, bool *live)
 void
 ir_compact(Graph *g)
 {
+	g->sched = NULL; /* names ids that change: the emitter makes it again */
 	bool *live = calloc(g->ntensors + 1, 1);
 	TensorId *tmap = malloc(sizeof *tmap * (g->ntensors + 1));
 	NodeId *nmap = malloc(sizeof *nmap * (g->nnodes + 1));
@@ -551,6 +552,7 @@ ir_compact(Graph *g)
 void
 ir_reorder(Graph *g, const NodeId *order)
 {
+	g->sched = NULL;
 	int n = g->nnodes;
 	Node *nodes = malloc(sizeof *nodes * (n + 1));
 	NodeId *nmap = malloc(sizeof *nmap * (n + 1));

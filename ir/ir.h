@@ -323,6 +323,45 @@ typedef struct {
 	int64_t weight_bytes;           /* per rank */
 } PipeStage;
 
+/*
+ * The schedule (passes/schedule.c): for every pipeline stage, the ordered
+ * list of steps its ranks run in one iteration (a training step, or one
+ * batch of inference).  The simulator (passes/pipeline.c), -emit=schedule
+ * and the emitter (backend/emit_c.c, memplan.c) all read this one list.
+ */
+typedef enum {
+	SCHED_1F1B,                     /* warm-up, one forward one backward, cool-down */
+	SCHED_GPIPE,                    /* all forwards, then all backwards */
+	SCHED_MERAK,                    /* 1F1B with Merak's shifted critical path (§5.1) */
+	SCHED_COUNT
+} SchedKind;
+
+typedef enum {
+	STEP_FWD,                       /* the stage's forward nodes for micro-batch `micro` */
+	STEP_BWD,                       /* its backward nodes (GradAccumulate included) */
+	STEP_RECOMPUTE,                 /* the forward nodes again, for the backward that follows */
+	STEP_RECV,                      /* tensor t of micro-batch `micro` from stage `peer` */
+	STEP_SEND,                      /* tensor t of micro-batch `micro` to stage `peer` */
+	STEP_SYNC,                      /* one data-parallel gradient bucket: node */
+	STEP_OPT,                       /* the optimizer nodes of the stage */
+	STEP_COUNT
+} StepKind;
+
+typedef struct {
+	StepKind kind;
+	int micro;                      /* the micro-batch; -1 for SYNC and OPT */
+	TensorId t;                     /* RECV, SEND: the tensor; else IR_NONE */
+	int peer;                       /* RECV, SEND: the other stage; else -1 */
+	NodeId node;                    /* SYNC: the bucket's AllReduce; else IR_NONE */
+} SchedStep;
+
+typedef struct {
+	int nsteps;
+	SchedStep *steps;               /* arena */
+	int inflight;                   /* most micro-batches forwarded and not yet backward */
+	bool recompute;                 /* backward of each micro-batch re-runs its forward */
+} StageSched;
+
 /* One search of tp-plan (TAP Alg. 2), for plan.json and the benchmark. */
 typedef struct {
 	const char *name;               /* the template's pattern, or "graph" */
@@ -391,6 +430,13 @@ typedef struct Graph {
 	double pipe_std, pipe_even_std; /* std dev of the stage times of each */
 	const char *pipe_method;        /* which planner's assignment won */
 	double pipe_ms;                 /* stage-assign's time */
+
+	/* the schedule (passes/schedule.c): kind, and per stage its steps;
+	 * sched NULL before the pass (the emitter then makes the default) */
+	int sched_kind;                 /* SchedKind */
+	StageSched *sched;              /* [emit_nstages] */
+	double sched_time;              /* the schedule's simulated iteration, seconds */
+	double sched_times[SCHED_COUNT]; /* each kind's, for plan.json (-1: not simulated) */
 
 	/* training (passes/loss.c, autodiff.c, optimizer.c): the scalar loss and,
 	 * per trainable weight, the tensor holding d loss / d weight */

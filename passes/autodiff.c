@@ -295,13 +295,15 @@ grad_whole(GradCtx *c, TensorId t)
 
 /* ------------------------------------------------------------- the pass */
 
-/* d loss / d loss = 1, of the loss's type. */
+/* d loss / d loss = 1, of the loss's type; 1 / M with M micro-batches per
+ * replica: the step's loss is the mean of theirs, so each micro-batch's
+ * gradient is its share, and the shares add up (GradAccumulate). */
 static TensorId
 seed(GradCtx *c)
 {
 	Graph *g = c->g;
 	Tensor *l = &g->tensors[g->loss];
-	double one = 1;
+	double one = g->microbatches > 1 ? 1.0 / g->microbatches : 1;
 	char *name = malloc(strlen(l->name) + 8);
 	if (!name)
 		die("out of memory");
@@ -363,6 +365,73 @@ check_clones(GradCtx *c)
 	return true;
 }
 
+/*
+ * With M micro-batches per replica the step's gradient is the sum of the
+ * micro-batches' (each scaled by 1/M by the seed): a GradAccumulate node
+ * (phase=bwd, the stage of d's producer) adds d into NAME.grad_sum, a
+ * state tensor in the weight region that outlives the micro-batches.  The
+ * stage's first backward of a step starts the sum.  Returns the sum.
+ */
+static TensorId
+accumulate(GradCtx *c, TensorId w, TensorId d)
+{
+	Graph *g = c->g;
+	char name[512];
+	snprintf(name, sizeof name, "%s.grad_sum", g->tensors[w].name);
+	TensorId sum = ir_add_tensor(g, name, TK_STATE, g->tensors[d].dtype);
+	ir_set_shape(&g->tensors[sum], g->tensors[d].rank, g->tensors[d].dims);
+	snprintf(name, sizeof name, "%s.grad_sum:new", g->tensors[w].name);
+	TensorId out = ir_add_tensor(g, name, TK_VALUE, g->tensors[d].dtype);
+	TensorId in[2] = {sum, d};
+	snprintf(name, sizeof name, "/grad_accumulate/%s", g->tensors[w].name);
+	NodeId n = ir_add_node(g, OP_GradAccumulate, name, 2, in, 1, &out);
+	Node *nd = &g->nodes[n];
+	NodeId p = g->tensors[d].producer;
+	nd->phase = PHASE_BWD;
+	if (p != IR_NONE) {
+		nd->group = g->nodes[p].group;
+		nd->subgraph = g->nodes[p].subgraph;
+		nd->stage = g->nodes[p].stage;
+		nd->region = g->nodes[p].region;
+		nd->branch = g->nodes[p].branch;
+	}
+	if (!ir_infer_node(g, n))
+		die("autodiff: GradAccumulate of '%s' does not type: %s", g->tensors[w].name, diag_last);
+	return out;
+}
+
+/* Each GradAccumulate (nodes [first, nnodes)) right after the node making
+ * its gradient, so the micro-batch's gradient dies there instead of
+ * living to the end of backward beside every other weight's. */
+static void
+place_accumulates(Graph *g, int first)
+{
+	NodeId *order = malloc(sizeof *order * (g->nnodes + 1));
+	NodeId *after = malloc(sizeof *after * (g->nnodes + 1));
+	if (!order || !after)
+		die("out of memory");
+	for (NodeId n = first; n < g->nnodes; n++) /* grad_whole's nodes stay: -2 */
+		after[n] = g->nodes[n].op == OP_GradAccumulate ?
+		    g->tensors[g->nodes[n].in[1]].producer : -2;
+	int k = 0;
+	for (NodeId n = first; n < g->nnodes; n++) /* a gradient no node makes: first */
+		if (after[n] == IR_NONE)
+			order[k++] = n;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		if (n >= first && after[n] != -2)
+			continue;
+		order[k++] = n;
+		for (NodeId a = first; a < g->nnodes; a++)
+			if (after[a] == n)
+				order[k++] = a;
+	}
+	if (k != g->nnodes)
+		die("autodiff: placing GradAccumulate lost nodes");
+	ir_reorder(g, order);
+	free(order);
+	free(after);
+}
+
 static void
 record_grads(GradCtx *c)
 {
@@ -378,6 +447,8 @@ record_grads(GradCtx *c)
 		TensorId d = grad_whole(c, t);
 		if (d == IR_NONE)
 			die("autodiff: weight '%s' is on the path but got no gradient", g->tensors[t].name);
+		if (g->microbatches > 1)
+			d = accumulate(c, t, d);
 		g->grads[g->ngrads++] = (struct GradPair){t, d};
 	}
 }
@@ -411,7 +482,10 @@ pass_autodiff(Graph *g, PassCtx *cx)
 	mark_needed(g, var, c.needs);
 	bool ok = check_rules(&c) && check_clones(&c) && backward(&c, nn);
 	if (ok) {
+		int before = g->nnodes;
 		record_grads(&c);
+		if (g->nnodes > before)
+			place_accumulates(g, before);
 	} else {
 		/* everything built was appended: drop it */
 		g->nnodes = nn;

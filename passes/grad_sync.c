@@ -5,15 +5,16 @@
  * DistributedDataParallel does.
  *
  * Gradients are bucketed in the order backward makes them (the last
- * layers' first), up to GRAD_BUCKET bytes each (DDP's default 25 MiB);
- * each bucket is one AllReduce node (group "dp", mean 1, async 1) placed
- * right after the node that makes its last gradient.  async: a backend
- * that starts collectives (MPI) starts the bucket there and the program
- * advances it between the backward nodes that follow, so the sync overlaps
- * the rest of backward; the optimizer's first update waits for every
- * bucket (runtime/k_comm.c).  The threads backend runs it on the spot.  Each replica's loss is the mean over its rows and
- * the replicas have equal rows, so the average is the gradient of the
- * global mean.
+ * layers' first), up to GRAD_BUCKET bytes each (DDP's default 25 MiB),
+ * never two pipeline stages' in one bucket; each bucket is one AllReduce
+ * node (group "dp", mean 1, async 1) placed right after the node that
+ * makes its last gradient.  async: a backend that starts collectives (MPI)
+ * starts the bucket there and the program advances it between the backward
+ * nodes that follow, so the sync overlaps the rest of backward; the
+ * optimizer's first update waits for every bucket (runtime/k_comm.c).  The
+ * threads backend runs it on the spot.  Each replica's loss is the mean
+ * over its rows and the replicas have equal rows, so the average is the
+ * gradient of the global mean.
  *
  * Needs: autodiff (Graph.grads), Graph.mesh.dp.  Guarantees: Graph.grads
  * names the averaged gradients.  With dp 1 or no gradients it does nothing.
@@ -33,6 +34,14 @@ by_producer(const void *a, const void *b, void *arg)
 	return (x > y) - (x < y);
 }
 
+/* The pipeline stage of gradient i's producer: a bucket is one stage's. */
+static int
+grad_stage(const Graph *g, int i)
+{
+	NodeId p = g->tensors[g->grads[i].grad].producer;
+	return p != IR_NONE && g->mesh.pp > 1 ? g->nodes[p].stage : 0;
+}
+
 bool
 pass_grad_sync(Graph *g, PassCtx *cx)
 {
@@ -48,7 +57,7 @@ pass_grad_sync(Graph *g, PassCtx *cx)
 		int64_t bytes = 0;
 		while (j < g->ngrads && (j == i || bytes + ir_nbytes(&g->tensors[g->grads[j].grad]) <=
 		    GRAD_BUCKET) && g->tensors[g->grads[j].grad].dtype ==
-		    g->tensors[g->grads[i].grad].dtype)
+		    g->tensors[g->grads[i].grad].dtype && grad_stage(g, j) == grad_stage(g, i))
 			bytes += ir_nbytes(&g->tensors[g->grads[j++].grad]);
 		int k = j - i;
 		TensorId *in = malloc(sizeof *in * k), *out = malloc(sizeof *out * k);

@@ -20,9 +20,9 @@
  *
  * A model that mixes samples (BatchNormalization in training mode, a
  * reduction over the batch) or whose batch cannot be followed is planned
- * with dp = 1 and M = 1 only.  A training program (-train) is planned with
- * pp = 1 and one micro-batch per replica (pipelines and gradient
- * accumulation come with issue 16).
+ * with dp = 1 and M = 1 only.  A training program (-train) without a
+ * pipeline is planned with one micro-batch per replica unless
+ * -microbatches asks for gradient accumulation.
  *
  * Needs: pipe-shard's subgraphs (pp > 1 needs them), the cluster in
  * Graph.cluster.  Guarantees: Graph.mesh (degrees), microbatches, device
@@ -150,7 +150,7 @@ enumerate(Map *m, int nsub)
 	PassCtx *cx = m->cx;
 	int N = m->N, cap = 0;
 	for (int pp = 1; pp <= N && pp <= nsub; pp++) {
-		if (N % pp || (cx->train.on && pp > 1)) /* pipeline training: issue 16 */
+		if (N % pp)
 			continue;
 		for (int tp = 1; tp <= N / pp; tp++) {
 			if ((N / pp) % tp)
@@ -168,7 +168,9 @@ enumerate(Map *m, int nsub)
 			Triple *t = &m->tri[m->ntri];
 			*t = (Triple){.dp = dp, .tp = tp, .pp = pp};
 			int64_t rows = m->B / dp;
-			if (m->split && !cx->train.on) {
+			/* training without a pipeline: one micro-batch (more only
+			 * accumulate gradients, slower) unless -microbatches says */
+			if (m->split && (!cx->train.on || pp > 1 || cx->microbatches > 1)) {
 				t->nmbs = divisors(rows, MAX_MBS, &t->mbs);
 				while (t->nmbs && rows / t->mbs[t->nmbs - 1] > IR_MAX_DEVICES)
 					t->nmbs--; /* too many micro-batches */
@@ -286,7 +288,8 @@ megatron(Map *m)
 		for (int i = 0; i < m->ntri; i++) {
 			Triple *t = &m->tri[i];
 			int prod = t->tp * t->pp;
-			if (t->tp > g || (m->B / t->dp) % b || (m->cx->train.on && m->B / t->dp != b))
+			if (t->tp > g || (m->B / t->dp) % b || (m->cx->train.on && t->pp == 1 &&
+			    m->cx->microbatches <= 1 && m->B / t->dp != b))
 				continue;
 			if (found.seconds >= 0 && (prod > fprod || (prod == fprod && t->tp <= found.tp)))
 				continue;

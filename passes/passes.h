@@ -32,7 +32,11 @@ typedef struct {
 	int min_duplicate;              /* -min-duplicate=N (fold-scopes) */
 	unsigned tp_random;             /* -tp-random=SEED: a random valid plan (testing) */
 	TrainRequest train;
+	int schedule;                   /* -schedule: 0 the best predicted, else SchedKind + 1 */
+	int recompute;                  /* -recompute: RECOMPUTE_* */
 } PassCtx;
+
+enum { RECOMPUTE_NONE, RECOMPUTE_ALL, RECOMPUTE_AUTO };
 
 typedef bool (*PassFn)(Graph *g, PassCtx *cx);
 
@@ -51,7 +55,7 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,autodiff,grad-sync,optimizer,stage-assign,verify"
+#define PASS_DEFAULT_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign,autodiff,grad-sync,optimizer,schedule,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

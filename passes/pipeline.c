@@ -22,6 +22,55 @@ xcalloc(size_t n, size_t size)
 
 /* ---------------------------------------------------------- simulator */
 
+int
+pipe_order(int sched, int K, int M, int s, bool recompute, PipeOp *out)
+{
+	int k = 0, f = 0, b = 0;
+	if (sched == SCHED_MERAK && s == K - 1)
+		recompute = false; /* the last stage holds one micro-batch: nothing to save */
+#define FWD() (out[k++] = (PipeOp){.stage = s, .micro = f++})
+#define BWD()                                                                     \
+	do {                                                                      \
+		if (recompute)                                                    \
+			out[k++] = (PipeOp){.stage = s, .micro = b, .recompute = true}; \
+		out[k++] = (PipeOp){.stage = s, .micro = b++, .backward = true};  \
+	} while (0)
+	if (sched == SCHED_GPIPE) {
+		while (f < M)
+			FWD();
+		while (b < M)
+			BWD();
+		return k;
+	}
+	int warm = K - s - 1 + (sched == SCHED_MERAK && s == K - 2 && K > 1);
+	if (warm > M)
+		warm = M;
+	while (f < warm)
+		FWD();
+	while (f < M) {
+		FWD();
+		BWD();
+	}
+	while (b < M)
+		BWD();
+#undef FWD
+#undef BWD
+	return k;
+}
+
+int
+pipe_inflight(const PipeOp *o, int n)
+{
+	int held = 0, most = 0;
+	for (int i = 0; i < n; i++) {
+		if (o[i].recompute)
+			continue;
+		held += o[i].backward ? -1 : 1;
+		most = held > most ? held : most;
+	}
+	return most;
+}
+
 bool
 pipe_simulate(const PipeSpec *p, PipeSim *out)
 {
@@ -30,33 +79,41 @@ pipe_simulate(const PipeSpec *p, PipeSim *out)
 	if (K < 1 || M < 1 || !p->fwd || p->comm < 0)
 		return false;
 	bool train = p->bwd != NULL;
-	int per = train ? 2 * M : M;
-	out->nops = K * per;
-	out->ops = xcalloc(out->nops, sizeof *out->ops);
-	/* each stage's order: forward only, or 1F1B */
+	/* each stage's order: forward only, given, or the schedule's */
+	int *first = xcalloc(K + 1, sizeof *first);
+	for (int s = 0; s < K; s++)
+		first[s + 1] = first[s] + (!train ? M : p->order ? p->norder[s] : 3 * M);
+	out->ops = xcalloc(first[K], sizeof *out->ops);
 	for (int s = 0; s < K; s++) {
-		PipeOp *o = out->ops + s * per;
+		PipeOp *o = out->ops + out->nops;
 		int k = 0;
-		if (!train) {
+		if (!train)
 			for (int m = 0; m < M; m++)
 				o[k++] = (PipeOp){.stage = s, .micro = m};
-			continue;
-		}
-		int warm = K - s - 1 < M ? K - s - 1 : M, f = 0, b = 0;
-		while (f < warm)
-			o[k++] = (PipeOp){.stage = s, .micro = f++};
-		while (f < M) {
-			o[k++] = (PipeOp){.stage = s, .micro = f++};
-			o[k++] = (PipeOp){.stage = s, .micro = b++, .backward = true};
-		}
-		while (b < M)
-			o[k++] = (PipeOp){.stage = s, .micro = b++, .backward = true};
+		else if (p->order)
+			for (k = 0; k < p->norder[s]; k++) {
+				o[k] = p->order[s][k];
+				o[k].stage = s;
+			}
+		else
+			k = pipe_order(p->sched, K, M, s, p->recompute && p->recompute[s], o);
+		first[s] = out->nops;
+		out->nops += k;
 	}
-	/* where each operation is: index of (stage, micro, fwd/bwd) */
-	int *at = xcalloc((size_t)K * M * 2, sizeof *at);
+	first[K] = out->nops;
+	/* where each operation is: index of (stage, micro, fwd/bwd/recompute) */
+	int *at = xcalloc((size_t)K * M * 3, sizeof *at);
+	for (int i = 0; i < (int)((size_t)K * M * 3); i++)
+		at[i] = -1;
 	for (int i = 0; i < out->nops; i++) {
 		PipeOp *o = &out->ops[i];
-		at[(o->stage * M + o->micro) * 2 + o->backward] = i;
+		if (o->micro < 0 || o->micro >= M) {
+			free(first);
+			free(at);
+			pipe_sim_free(out);
+			return false;
+		}
+		at[(o->stage * M + o->micro) * 3 + (o->recompute ? 2 : o->backward)] = i;
 	}
 	int *next = xcalloc(K, sizeof *next), *pred = xcalloc(out->nops, sizeof *pred);
 	bool *done = xcalloc(out->nops, 1);
@@ -65,17 +122,20 @@ pipe_simulate(const PipeSpec *p, PipeSim *out)
 	for (bool progress = true; left && progress;) {
 		progress = false;
 		for (int s = 0; s < K; s++) {
-			while (next[s] < per) {
-				int i = s * per + next[s];
+			while (first[s] + next[s] < first[s + 1]) {
+				int i = first[s] + next[s];
 				PipeOp *o = &out->ops[i];
 				int dep = -1; /* the operation whose result this one needs */
-				if (!o->backward && s > 0)
-					dep = at[((s - 1) * M + o->micro) * 2];
+				bool missing = false;
+				if (o->recompute)
+					dep = -1;
+				else if (!o->backward && s > 0)
+					missing = (dep = at[((s - 1) * M + o->micro) * 3]) < 0;
 				else if (o->backward && s < K - 1)
-					dep = at[((s + 1) * M + o->micro) * 2 + 1];
+					missing = (dep = at[((s + 1) * M + o->micro) * 3 + 1]) < 0;
 				else if (o->backward)
-					dep = at[(s * M + o->micro) * 2];
-				if (dep >= 0 && !done[dep])
+					missing = (dep = at[(s * M + o->micro) * 3]) < 0;
+				if (missing || (dep >= 0 && !done[dep]))
 					break;
 				double ready = dep < 0 ? 0 : out->ops[dep].end +
 				    (out->ops[dep].stage != s ? p->comm : 0);
@@ -91,8 +151,16 @@ pipe_simulate(const PipeSpec *p, PipeSim *out)
 			}
 		}
 	}
-	if (left)
-		die("pipe_simulate: the schedule deadlocked");
+	free(first);
+	if (left) {
+		free(at);
+		free(next);
+		free(pred);
+		free(done);
+		free(free_at);
+		pipe_sim_free(out);
+		return false; /* an order that deadlocks */
+	}
 	/* the critical path: back from the last end, through the predecessor
 	 * that decided each start */
 	int last = 0;
@@ -545,12 +613,12 @@ pipe_svg(FILE *f, const PipeSim *s, int nstages, const char *title)
 		fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
 		    "fill=\"hsl(%d,65%%,%d%%)\" stroke=\"%s\" stroke-width=\"%s\">"
 		    "<title>stage %d, micro-batch %d, %s: %.6g-%.6g s</title></rect>\n",
-		    x, y + 2, w, row - 6, hue, o->backward ? 78 : 58,
+		    x, y + 2, w, row - 6, hue, o->backward ? 78 : o->recompute ? 90 : 58,
 		    o->critical ? "#000" : "#fff", o->critical ? "2" : "1", o->stage, o->micro,
-		    o->backward ? "backward" : "forward", o->start, o->end);
+		    o->backward ? "backward" : o->recompute ? "recompute" : "forward", o->start, o->end);
 		if (w >= 16)
 			fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%s%d</text>\n",
-			    x + w / 2, y + 19, o->backward ? "b" : "", o->micro);
+			    x + w / 2, y + 19, o->backward ? "b" : o->recompute ? "r" : "", o->micro);
 	}
 	fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#888\"/>\n", left,
 	    h - 22, left + width, h - 22);

@@ -16,20 +16,44 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "ir/ir.h"
+
+/* One operation of a stage's order, and of the simulated schedule. */
+typedef struct {
+	int stage, micro;
+	bool backward;
+	bool recompute;                 /* the forward again, before the backward (not backward) */
+	double start, end;
+	bool critical;                  /* on the critical path (see pipe_simulate) */
+} PipeOp;
+
 typedef struct {
 	int nstages, micro;             /* K stages, M micro-batches */
 	const double *fwd;              /* [K] forward time of one micro-batch per stage */
 	const double *bwd;              /* [K] backward times, or NULL: forward only */
 	double comm;                    /* seconds per activation transfer between stages */
+	int sched;                      /* SchedKind of a training schedule (0: 1F1B) */
+	const bool *recompute;          /* [K] stages that recompute (a forward's time), or NULL */
+	/* Explicit orders (the schedule pass's lists): order[s] holds norder[s]
+	 * operations of stage s; NULL: pipe_order's for sched. */
+	const PipeOp *const *order;
+	const int *norder;
 } PipeSpec;
 
-/* One operation of the simulated schedule. */
-typedef struct {
-	int stage, micro;
-	bool backward;
-	double start, end;
-	bool critical;                  /* on the critical path (see pipe_simulate) */
-} PipeOp;
+/*
+ * Stage s's order of operations in one training step of K stages and M
+ * micro-batches (ir.h SchedKind) into out (room for 3 M); returns the
+ * count.  GPipe: every forward, then every backward, micro-batches in
+ * order.  1F1B: min(K-s-1, M) warm-up forwards, then one forward and one
+ * backward, then the remaining backwards.  Merak (§5.1, shifted critical
+ * path): 1F1B with one more warm-up forward on the penultimate stage and
+ * no recomputation on the last.  With recompute, each backward is preceded
+ * by the recompute of its micro-batch, which waits on nothing from other
+ * stages (early recomputation: it fills the wait for the gradient).
+ */
+int pipe_order(int sched, int K, int M, int s, bool recompute, PipeOp *out);
+/* Most micro-batches an order holds forwarded and not yet backward. */
+int pipe_inflight(const PipeOp *o, int n);
 
 typedef struct {
 	double time;                    /* iteration time: the last operation's end */
@@ -41,11 +65,12 @@ typedef struct {
 
 /*
  * Simulate one iteration: forward only (bwd NULL: every stage runs the
- * micro-batches' forwards in order) or 1F1B (stage s runs min(K-s-1, M)
- * warm-up forwards, then alternates one forward and one backward, then the
- * remaining backwards).  An operation starts when its stage is free and its
- * input has arrived: the forward of the previous stage plus comm, the
- * backward of the next stage plus comm.  False on bad arguments.
+ * micro-batches' forwards in order) or a training schedule (the orders
+ * given, else pipe_order's for p->sched).  An operation starts when its
+ * stage is free and its input has arrived: the forward of the previous
+ * stage plus comm, the backward of the next stage plus comm (the last
+ * stage's backward: its own forward); a recompute waits for nothing but
+ * its stage.  False on bad arguments or an order that deadlocks.
  */
 bool pipe_simulate(const PipeSpec *p, PipeSim *out);
 void pipe_sim_free(PipeSim *s);
@@ -128,6 +153,19 @@ void pipe_svg(FILE *f, const PipeSim *s, int nstages, const char *title);
  * times: the iteration time, and the master stage if master is not NULL. */
 double pipe_simulate_cuts(const double *f, const double *b, int k, int micro, double comm,
     const int *cut, int *master);
+
+/*
+ * The schedule pass's pieces (schedule.c).  sched_node_step: which step
+ * runs node n (FWD, BWD, SYNC: a "dp" AllReduce bucket, OPT).
+ * sched_build: Graph.sched for a kind, stage s recomputing where rec[s]
+ * (rec may be NULL).  sched_simulate: the simulated iteration of
+ * Graph.sched on the stage table (-1 without a pipeline), and the
+ * simulation itself into *out when out is not NULL (pipe_sim_free it).
+ */
+StepKind sched_node_step(const Graph *g, NodeId n);
+void sched_build(Graph *g, int kind, const bool *rec);
+double sched_simulate(Graph *g, PipeSim *out);
+const char *sched_name(int kind);       /* "gpipe", "1f1b", "merak" */
 
 /* Stage sums of a partition: out[s] = sum of v[cut[s] .. cut[s+1]). */
 void pipe_stage_sums(const double *v, const int *cut, int k, double *out);

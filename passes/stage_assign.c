@@ -206,6 +206,8 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		int j = nd->subgraph;
+		if (nd->phase != PHASE_FWD)
+			continue; /* the backward is modelled from the forward, below */
 		S.item[j * NCOMP] += (double)ir_node_flops(g, n);
 		S.item[j * NCOMP + 1] += ring_bytes(g, n, tp);
 		S.item[j * NCOMP + 2] += ir_op_is_comm(nd->op) && nd->op != OP_Shard;

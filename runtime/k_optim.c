@@ -93,3 +93,26 @@ taprt_op_AdamW(taprt_ctx *cx, const taprt_node *n)
 	else
 		ADAMW_LOOP(float, sqrtf);
 }
+
+/*
+ * GradAccumulate(sum, dW) -> sum, in place: the sum of a weight's gradient
+ * over the micro-batches of a step.  The stage's first backward of the
+ * step (cx->first_backward) starts the sum with dW, the others add theirs,
+ * in micro-batch order, so the result is the same on every run.
+ */
+void
+taprt_op_GradAccumulate(taprt_ctx *cx, const taprt_node *n)
+{
+	int64_t count = n->in[0]->numel;
+	if (n->in[0]->dtype == TAPRT_F64) {
+		double *s = n->in[0]->data;
+		const double *d = n->in[1]->data;
+		for (int64_t i = 0; i < count; i++)
+			s[i] = cx->first_backward ? d[i] : s[i] + d[i];
+	} else {
+		float *s = n->in[0]->data;
+		const float *d = n->in[1]->data;
+		for (int64_t i = 0; i < count; i++)
+			s[i] = cx->first_backward ? d[i] : s[i] + d[i];
+	}
+}

@@ -43,6 +43,7 @@ typedef struct {
 	int threads;
 	long train, bench_train;        /* --train N, --bench-train N: steps */
 	const char *data, *save;        /* --data DIR, --save DIR */
+	bool memory_report;             /* --memory-report */
 } Options;
 
 /* This process's part of one run of the program. */
@@ -69,6 +70,7 @@ typedef struct {
 	void **in, **out;               /* its replica's rows; NULL: not its stage's */
 	long iters, warmup;
 	double ms;
+	int64_t peak;                   /* --memory-report: the arena's high-water mark */
 	bool reported;                  /* the failure is printed already */
 	char error[300];
 } RankArg;
@@ -92,7 +94,10 @@ usage(FILE *f, const char *argv0)
 	    "  --train N        run N training steps on --data DIR's batch, print each loss\n"
 	    "  --data DIR       DIR/input_N.pb and DIR/labels.pb: the batch\n"
 	    "  --save DIR       after training, write DIR/model.onnx with the trained weights\n"
-	    "  --bench-train N  time N training steps (after --warmup W)\n",
+	    "  --bench-train N  time N training steps (after --warmup W)\n"
+	    "  --memory-report  after the run, print each rank's peak of activations, measured:\n"
+	    "                   the highest arena byte the run wrote (the arena is filled with\n"
+	    "                   a pattern first), beside the memory plan's size\n",
 	    argv0, taprt_backends_built());
 }
 
@@ -190,6 +195,8 @@ report_loss(Run *m, taprt_ctx *cx, const taprt_rank_program *rp, taprt_group *al
 	return 0;
 }
 
+#define MEMORY_PATTERN 0xA5
+
 static void *
 rank_main(void *arg)
 {
@@ -211,6 +218,8 @@ rank_main(void *arg)
 		    (long long)rp->arena_bytes, (long long)rp->weight_bytes);
 		goto done;
 	}
+	if (m->o->memory_report) /* a pattern the run overwrites: its high-water mark */
+		memset(cx.arena, MEMORY_PATTERN, rp->arena_bytes);
 	if ((rc = rp->init(&cx)) != 0)
 		goto done;
 	/* A pipeline's iterations end together, as a training step's would:
@@ -233,6 +242,13 @@ rank_main(void *arg)
 			rc = report_loss(m, &cx, rp, &all, i + 1);
 	}
 	a->ms = now_ms() - a->ms;
+	if (m->o->memory_report) {
+		const unsigned char *b = cx.arena;
+		int64_t top = rp->arena_bytes;
+		while (top > 0 && b[top - 1] == MEMORY_PATTERN)
+			top--;
+		a->peak = (top + 63) & ~(int64_t)63; /* blocks are 64-byte aligned */
+	}
 	if (rc == 0 && m->o->save)
 		rc = taprt_save(&cx, m->p, rp, m->exe_dir, m->o->save);
 done:
@@ -517,6 +533,10 @@ parse_options(int argc, char **argv, Options *o)
 			usage(stdout, argv[0]);
 			return 1;
 		}
+		if (!strcmp(key, "--memory-report") && !eq) {
+			o->memory_report = true;
+			continue;
+		}
 		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
 		bool takes = strcmp(key, "--check") == 0 || strcmp(key, "--inputs") == 0 ||
 		    strcmp(key, "--outputs") == 0 || strcmp(key, "--bench") == 0 ||
@@ -792,6 +812,13 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		}
 	if (failed || (m.spread && gather_outputs(&m, &args[0], whole_out) != 0))
 		goto out;
+	for (int r = 0; o.memory_report && r < m.count; r++) {
+		const taprt_rank_program *rp = p->ranks[args[r].rank];
+		printf("rank %d stage %d peak_activation_bytes %lld planned_bytes %lld\n", args[r].rank,
+		    taprt_coords_of(&m.l, args[r].rank).stage, (long long)args[r].peak,
+		    (long long)rp->arena_bytes);
+	}
+	fflush(stdout);
 	if (o.bench || o.bench_train) {
 		long n = o.bench ? o.bench : o.bench_train;
 		double ms = 0; /* the slowest rank's: the pipeline drains last */

@@ -177,6 +177,10 @@ typedef struct taprt_ctx {
 	int64_t step;                   /* training: the step being run, from 1 (AdamW's
 					 * bias corrections); 0 outside training */
 	struct taprt_pending *pending;  /* started asynchronous all-reduces (k_comm.c) */
+	int micro;                      /* the micro-batch the running step of the
+					 * schedule is for */
+	bool first_backward;            /* that step is the stage's first backward of the
+					 * training step: GradAccumulate starts its sums */
 	char error[256];                /* set with a non-zero return */
 } taprt_ctx;
 

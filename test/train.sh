@@ -133,15 +133,39 @@ if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
 	export LSAN_OPTIONS="suppressions=$srcdir/test/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 fi
+# Pipelines (docs/pipeline.md): each model at 1x2 -pp=2 with 4 micro-batches,
+# the schedule turning with the model and optimizer (TRAIN_PIPE_FULL=yes: every
+# schedule for both optimizers); AdamW at 2x4 (dp 2, tp 2, pp 2, 2
+# micro-batches); SGD at 1x4 -pp=4 with -recompute=auto, and -recompute=all.
+schedules="gpipe 1f1b merak"
+turn=0
+pipe_plans() { # this model's pipeline plans for $opt
+	if [ "${TRAIN_PIPE_FULL:-no}" = yes ]; then
+		for s in $schedules; do echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=$s"; done
+	else
+		set -- $schedules
+		shift $((turn % 3))
+		echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=$1"
+	fi
+	case $opt in
+	adamw) echo "-mesh,2x4,-dp=2,-tp=2,-pp=2,-microbatches=2" ;;
+	sgd) echo "-mesh,1x4,-pp=4,-microbatches=4,-recompute=auto"
+	     echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=1f1b,-recompute=all" ;;
+	esac
+}
+
 for dir in test/train/*/; do
 	name=$(basename "$dir")
 	[ -f "$dir/model.onnx" ] || continue
 	for opt in sgd adamw; do
-		for plan in ${PLANS-"" -mesh,1x2,-tp=2 -mesh,2x1,-dp=2 -mesh,2x2,-dp=2,-tp=2}; do
+		turn=$((turn + 1))
+		for plan in ${PLANS-"" -mesh,1x2,-tp=2 -mesh,2x1,-dp=2 -mesh,2x2,-dp=2,-tp=2 $(pipe_plans)}; do
 			run_train "$name" "$opt" "$plan"
 		done
 		if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
 			run_train "$name" "$opt" "-mesh,2x2,-dp=2,-tp=2" 4
+			[ "$name" = gpt_untied ] &&
+			    run_train "$name" "$opt" "-mesh,2x2,-dp=2,-pp=2,-microbatches=2,-schedule=1f1b" 4
 		fi
 	done
 done
@@ -174,6 +198,40 @@ if "$TAPC" $g -train -optimizer=adamw -batch=4 -emit=plan -o "$tmp/p1.json" 2>"$
 else
 	fail "plan.json memory: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
 fi
+
+# --memory-report: each rank's measured peak of activations (the arena's
+# high-water mark), at most the plan's; stage 0 of GPT at 1x2 -pp=2 with 4
+# micro-batches and no recomputation holds at most 60% under 1F1B of what
+# it holds under GPipe (2 micro-batches in flight instead of 4)
+mem_ratio='import sys
+peak = {}
+for s, path in (("gpipe", sys.argv[1]), ("1f1b", sys.argv[2])):
+    for line in open(path):
+        w = line.split()
+        if len(w) == 8 and w[0] == "rank" and w[4] == "peak_activation_bytes":
+            if int(w[5]) > int(w[7]) or int(w[5]) <= 0:
+                print("%s rank %s: measured %s, planned %s" % (s, w[1], w[5], w[7]))
+                sys.exit(1)
+            if w[3] == "0":
+                peak[s] = int(w[5])
+if len(peak) != 2 or peak["1f1b"] > 0.6 * peak["gpipe"]:
+    print("stage 0 peaks: %s" % peak)
+    sys.exit(1)
+print("stage 0: 1f1b %d bytes, gpipe %d (%.0f%%)" % (peak["1f1b"], peak["gpipe"],
+      100.0 * peak["1f1b"] / peak["gpipe"]))'
+ok=yes
+for s in gpipe 1f1b; do
+	"$TAPC" $g -train -batch=4 -mesh 1x2 -pp=2 -microbatches=4 -schedule=$s -o "$tmp/mem-$s" \
+	    2>"$tmp/err" && make -s -C "$tmp/mem-$s" >/dev/null 2>&1 &&
+	    "$tmp/mem-$s/model" --train 1 --data test/train/gpt_untied/data --memory-report \
+	    >"$tmp/mem-$s.txt" 2>&1 || ok=no
+done
+if [ $ok = yes ] && "$py" -c "$mem_ratio" "$tmp/mem-gpipe.txt" "$tmp/mem-1f1b.txt" >"$tmp/cmp" 2>&1; then
+	pass "--memory-report: measured peaks within the plan; $(cat "$tmp/cmp")"
+else
+	fail "--memory-report: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
+fi
+rm -rf "$tmp/mem-gpipe" "$tmp/mem-1f1b"
 
 # an error of tapc: one line saying WANT
 expect_err() { # WHAT WANT ARGS...
@@ -211,8 +269,8 @@ expect_err "an IR file's loss that is a weight" "expected one computed f32 or f6
 
 # usage errors, one line each
 m=test/train/mlp/model.onnx
-expect_err "-train -pp=2" "pipeline training" "$TAPC" $m -train -loss=mse -pp=2 -batch=4 -emit=ir
-expect_err "-train -microbatches=2" "gradient accumulation" "$TAPC" $m -train -loss=mse -microbatches=2 -batch=4 -emit=ir
+expect_err "-schedule=zb" "expected gpipe, 1f1b or merak" "$TAPC" $m -train -schedule=zb -emit=ir
+expect_err "-recompute=some" "expected none, all or auto" "$TAPC" $m -train -recompute=some -emit=ir
 expect_err "-loss=hinge" "expected cross_entropy or mse" "$TAPC" $m -train -loss=hinge -emit=ir
 expect_err "-optimizer=lamb" "expected sgd or adamw" "$TAPC" $m -train -optimizer=lamb -emit=ir
 expect_err "-lr=0" "expected lr > 0" "$TAPC" $m -train -lr=0 -emit=ir

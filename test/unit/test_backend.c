@@ -15,6 +15,7 @@
 #include "backend/emit.h"
 #include "frontend/onnx.h"
 #include "passes/passes.h"
+#include "passes/pipeline.h"
 #include "runtime/internal.h"
 #include "test/unit/util.h"
 
@@ -48,7 +49,10 @@ memplan_no_overlap(void)
 		Graph *g = load_fixture(fixtures[f], 4);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(g);
 		MemPlan mp;
+		sched_build(g, SCHED_1F1B, NULL); /* inference, one micro-batch: one step */
 		emit_memplan(g, 0, &mp);
+		CU_ASSERT_EQUAL_FATAL(mp.nsteps, 1);
+		const int64_t *offset = mp.off[0];
 		/* lifetime of each arena tensor: [producer, last use] in node order */
 		int nt = g->ntensors;
 		int *def = malloc(sizeof *def * nt), *end = malloc(sizeof *end * nt);
@@ -67,15 +71,15 @@ memplan_no_overlap(void)
 				end[mp.view[t]] = end[t];
 		int placed = 0;
 		for (int a = 0; a < nt; a++) {
-			if (mp.offset[a] < 0)
+			if (offset[a] < 0)
 				continue;
 			placed += mp.view[a] == IR_NONE;
 			int64_t sa = ir_nbytes(&g->tensors[a]);
-			CU_ASSERT_EQUAL(mp.offset[a] % 64, 0);
-			CU_ASSERT_TRUE(mp.offset[a] + sa <= mp.arena_bytes);
+			CU_ASSERT_EQUAL(offset[a] % 64, 0);
+			CU_ASSERT_TRUE(offset[a] + sa <= mp.arena_bytes);
 			CU_ASSERT_EQUAL(g->tensors[a].kind, TK_VALUE);
 			for (int b = a + 1; b < nt; b++) {
-				if (mp.offset[b] < 0)
+				if (offset[b] < 0)
 					continue;
 				int64_t sb = ir_nbytes(&g->tensors[b]);
 				/* a view and its source share bytes by design */
@@ -84,7 +88,7 @@ memplan_no_overlap(void)
 				if (ra == rb)
 					continue;
 				bool live = life(&mp, def, end, ra, rb);
-				bool share = mp.offset[a] < mp.offset[b] + sb && mp.offset[b] < mp.offset[a] + sa;
+				bool share = offset[a] < offset[b] + sb && offset[b] < offset[a] + sa;
 				if (live && share && sa && sb) {
 					fprintf(stderr, "%s: tensors %d and %d overlap\n", fixtures[f], a, b);
 					CU_FAIL("two live tensors share arena bytes");
@@ -94,11 +98,11 @@ memplan_no_overlap(void)
 		CU_ASSERT_TRUE(placed > 0);
 		/* graph outputs go straight to the program's buffers */
 		for (int i = 0; i < g->noutputs; i++)
-			CU_ASSERT_EQUAL(mp.offset[g->outputs[i]], -1);
+			CU_ASSERT_EQUAL(offset[g->outputs[i]], -1);
 		/* reuse happens: the arena is smaller than all activations together */
 		int64_t total = 0;
 		for (int t = 0; t < nt; t++)
-			if (mp.offset[t] >= 0 && mp.view[t] == IR_NONE)
+			if (offset[t] >= 0 && mp.view[t] == IR_NONE)
 				total += ir_nbytes(&g->tensors[t]);
 		if (placed > 4)
 			CU_ASSERT_TRUE(mp.arena_bytes < total);

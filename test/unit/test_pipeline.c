@@ -124,6 +124,102 @@ sim_1f1b_unbalanced(void)
 	CU_ASSERT_FALSE(pipe_simulate(&bad, &s));
 }
 
+/* The schedules' orders (pipe_order): every micro-batch forward once and
+ * backward once, after its forward and its recompute; the micro-batches a
+ * stage holds: GPipe all M, 1F1B K - s, Merak K - s but one more on the
+ * penultimate stage (and no recompute on the last). */
+static void
+schedule_orders(void)
+{
+	enum { K = 4, M = 8 };
+	PipeOp o[3 * M];
+	for (int kind = 0; kind < SCHED_COUNT; kind++)
+		for (int rec = 0; rec < 2; rec++)
+			for (int s = 0; s < K; s++) {
+				int n = pipe_order(kind, K, M, s, rec, o);
+				int fwd[M] = {0}, bwd[M] = {0}, re[M] = {0};
+				for (int i = 0; i < n; i++) {
+					int m = o[i].micro;
+					if (o[i].backward) {
+						CU_ASSERT_EQUAL(fwd[m], 1);
+						bwd[m]++;
+					} else if (o[i].recompute) {
+						re[m]++;
+					} else {
+						fwd[m]++;
+					}
+				}
+				bool last_merak = kind == SCHED_MERAK && s == K - 1;
+				for (int m = 0; m < M; m++) {
+					CU_ASSERT_EQUAL(fwd[m], 1);
+					CU_ASSERT_EQUAL(bwd[m], 1);
+					CU_ASSERT_EQUAL(re[m], rec && !last_merak ? 1 : 0);
+				}
+				int want = kind == SCHED_GPIPE ? M : kind == SCHED_MERAK && s == K - 2 ?
+				    K - s + 1 : K - s;
+				CU_ASSERT_EQUAL(pipe_inflight(o, n), want);
+			}
+}
+
+/* GPipe by hand, 2 stages, f = 1, b = 2, 2 micro-batches, no comm:
+ *   s0: F0 0-1  F1 1-2                B0 5-7  B1 7-9
+ *   s1:         F0 1-2  F1 2-3  B0 3-5  B1 5-7
+ * and an order that waits on itself is refused, not run forever */
+static void
+sim_gpipe_and_deadlock(void)
+{
+	double f[] = {1, 1}, b[] = {2, 2};
+	PipeSpec p = {.nstages = 2, .micro = 2, .fwd = f, .bwd = b, .sched = SCHED_GPIPE};
+	PipeSim s;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 9, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 1, false)->start, 2, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 0, true)->start, 3, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 0, 0, true)->start, 5, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 0, 1, true)->start, 7, 1e-12);
+	pipe_sim_free(&s);
+	/* stage 0 wants its backward of micro-batch 0 before its forward */
+	PipeOp s0[] = {{.micro = 0, .backward = true}, {.micro = 0}};
+	PipeOp s1[] = {{.micro = 0}, {.micro = 0, .backward = true}};
+	const PipeOp *order[] = {s0, s1};
+	int norder[] = {2, 2};
+	PipeSpec q = {.nstages = 2, .micro = 1, .fwd = f, .bwd = b, .order = order, .norder = norder};
+	CU_ASSERT_FALSE(pipe_simulate(&q, &s));
+}
+
+/* Merak's shifted critical path against 1F1B, both recomputing (Merak
+ * §5.1's setting), when the last stage carries a head (twice the others'
+ * work): the last stage drops its recompute and the penultimate runs one
+ * forward ahead.  1F1B's last stage is the critical path at f + r + b = 8
+ * per micro-batch: (K-1) forwards in (3 + 0.3 comm), 8 x 8 on the last
+ * stage, then backwards 2 x 3 + 0.3 back: 3.3 + 64 + 6.3 = 73.6; Merak's
+ * last stage runs 6 per micro-batch, and the path shifts to stage 2 */
+static void
+sim_merak_head(void)
+{
+	double f[] = {1, 1, 1, 2}, b[] = {2, 2, 2, 4};
+	bool rec[] = {true, true, true, true};
+	PipeSpec p = {.nstages = 4, .micro = 8, .fwd = f, .bwd = b, .comm = 0.1, .recompute = rec};
+	PipeSim a, m;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &a));
+	CU_ASSERT_DOUBLE_EQUAL(a.time, 73.6, 1e-9);
+	CU_ASSERT_EQUAL(a.master, 3);
+	p.sched = SCHED_MERAK;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &m));
+	CU_ASSERT_TRUE(m.time < a.time - 8);
+	CU_ASSERT_TRUE(m.master != 3);
+	pipe_sim_free(&a);
+	pipe_sim_free(&m);
+	/* without recomputation the head bounds both alike: Merak no slower */
+	p.recompute = NULL;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &m));
+	p.sched = SCHED_1F1B;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &a));
+	CU_ASSERT_TRUE(m.time <= a.time + 1e-9);
+	pipe_sim_free(&a);
+	pipe_sim_free(&m);
+}
+
 static unsigned rng = 12345;
 
 static double
@@ -579,6 +675,9 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, sim_forward_two_stages);
 	ADD(s, sim_1f1b_three_stages);
 	ADD(s, sim_1f1b_unbalanced);
+	ADD(s, schedule_orders);
+	ADD(s, sim_gpipe_and_deadlock);
+	ADD(s, sim_merak_head);
 	ADD(s, svg_chart);
 	ADD(s, dp_matches_brute_force);
 	ADD(s, dp_stages_brute_force);

@@ -1,0 +1,390 @@
+/*
+ * schedule.c - the schedule as data: for every pipeline stage, the ordered
+ * list of steps its ranks run in one iteration.
+ *
+ *   FWD k       the stage's forward nodes for micro-batch k
+ *   RECOMPUTE k the forward nodes again, just before the backward of k
+ *   BWD k       its backward nodes (with GradAccumulate when M > 1)
+ *   RECV t k    a value of micro-batch k another stage computes, before
+ *               the first step of k that reads it
+ *   SEND t k    a value the stage computed, right after the step that did,
+ *               to each other stage that reads it
+ *   SYNC node   a data-parallel gradient bucket, after every backward
+ *   SEND/RECV   once per step (micro -1): the gradient of a weight that
+ *               several stages hold (a tied embedding), from the stage
+ *               that sums it to the others, which update their copies
+ *   OPT         the optimizer nodes, last
+ *
+ * The order of forwards, backwards and recomputes comes from pipe_order
+ * (passes/pipeline.c: GPipe, 1F1B, Merak's shifted critical path); an
+ * inference program runs the forwards in order.  The simulator reads the
+ * same list back (sched_simulate), -emit=schedule draws it and the emitter
+ * writes it as the stage's run() (backend/emit_c.c), with a memory plan
+ * that holds every micro-batch in flight under it (backend/memplan.c).
+ *
+ * -schedule picks the kind (default: the one with the least simulated
+ * step, ties to 1F1B, which holds the fewest activations).  -recompute
+ * =none|all|auto: auto is Merak's stage-aware recomputation (§5.2) at the
+ * granularity of a stage: a stage recomputes only if holding its
+ * in-flight micro-batches' activations would not fit its devices' memory.
+ *
+ * Needs: stage-assign (Node.stage; Graph.stages with pp > 1), and for
+ * training autodiff, grad-sync and optimizer.  Guarantees: Graph.sched
+ * (one StageSched per stage, in the graph's arena), sched_kind,
+ * sched_time.  Stage numbering follows emit_stage: 0 without a pipeline.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "passes/pipeline.h"
+
+static int
+nstages(const Graph *g)
+{
+	return g->mesh.pp > 1 ? g->mesh.pp : 1;
+}
+
+static int
+node_stage(const Graph *g, NodeId n)
+{
+	return g->mesh.pp > 1 ? g->nodes[n].stage : 0;
+}
+
+StepKind
+sched_node_step(const Graph *g, NodeId n)
+{
+	const Node *nd = &g->nodes[n];
+	if (nd->phase == PHASE_OPT)
+		return STEP_OPT;
+	if (nd->phase == PHASE_FWD)
+		return STEP_FWD;
+	if (nd->op == OP_AllReduce) {
+		const Attr *a = ir_attr(g, n, "group");
+		if (a && a->type == ATTR_STRING && strcmp(a->s, "dp") == 0)
+			return STEP_SYNC;
+	}
+	return STEP_BWD;
+}
+
+/* Is t a value a node of another stage makes, read per micro-batch? */
+static int
+producer_step(const Graph *g, TensorId t, int *stage)
+{
+	const Tensor *x = &g->tensors[t];
+	if (x->kind != TK_VALUE || x->producer == IR_NONE)
+		return -1;
+	*stage = node_stage(g, x->producer);
+	return sched_node_step(g, x->producer);
+}
+
+typedef struct {
+	Graph *g;
+	SchedStep *steps;
+	int n, cap;
+} Builder;
+
+static void
+add(Builder *b, SchedStep st)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 64;
+		b->steps = realloc(b->steps, sizeof *b->steps * b->cap);
+		if (!b->steps)
+			die("out of memory");
+	}
+	b->steps[b->n++] = st;
+}
+
+/*
+ * The values stage s receives and sends.  recv[t] = the step kind before
+ * which the stage first needs t (FWD or BWD), -1 if it receives nothing;
+ * send[t * K + s'] = true if t goes to stage s' after the step making it.
+ */
+static void
+boundaries(Graph *g, int s, int *recv, bool *send)
+{
+	int K = nstages(g);
+	for (TensorId t = 0; t < g->ntensors; t++)
+		recv[t] = -1;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead)
+			continue;
+		int ns = node_stage(g, n), kind = sched_node_step(g, n), ps = -1;
+		for (int i = 0; i < nd->nin; i++) {
+			TensorId t = nd->in[i];
+			if (t == IR_NONE || producer_step(g, t, &ps) < 0 || ps == ns)
+				continue;
+			int pk = producer_step(g, t, &ps);
+			if (kind == STEP_OPT) {
+				/* a tied weight's gradient for another stage's copy:
+				 * once per step, after the producer's last backward
+				 * and gradient sync, before the reader's optimizer */
+				if (ns == s)
+					recv[t] = STEP_OPT;
+				if (ps == s)
+					send[(size_t)t * K + ns] = true;
+				continue;
+			}
+			if ((pk != STEP_FWD && pk != STEP_BWD) || (kind != STEP_FWD && kind != STEP_BWD))
+				die("schedule: node '%s' (stage %d) reads '%s' of stage %d out of a %s step",
+				    nd->name, ns, g->tensors[t].name, ps, pk == STEP_SYNC ? "sync" :
+				    pk == STEP_OPT ? "optimizer" : "per-micro-batch");
+			if (ns == s) { /* before the first step that reads it */
+				if (recv[t] < 0 || kind < recv[t])
+					recv[t] = kind;
+			}
+			if (ps == s)
+				send[(size_t)t * K + ns] = true;
+		}
+	}
+}
+
+/* The recompute choice of every stage (RECOMPUTE_*); rec[s]. */
+static void
+choose_recompute(Graph *g, int mode, int kind, bool *rec)
+{
+	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
+	for (int s = 0; s < K; s++)
+		rec[s] = mode == RECOMPUTE_ALL;
+	if (mode != RECOMPUTE_AUTO)
+		return;
+	/* per stage: bytes held per micro-batch without recomputation (forward
+	 * values its backward reads), with it (the values it receives), and
+	 * what the stage keeps whatever happens (weights, their gradient,
+	 * state) */
+	double *keep = calloc(K, sizeof *keep), *held = calloc(K, sizeof *held);
+	double *edge = calloc(K, sizeof *edge);
+	bool *seen = calloc(g->ntensors + 1, 1);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead || sched_node_step(g, n) != STEP_BWD)
+			continue;
+		int s = node_stage(g, n);
+		for (int i = 0; i < nd->nin; i++) {
+			TensorId t = nd->in[i];
+			if (t == IR_NONE || seen[t])
+				continue;
+			Tensor *x = &g->tensors[t];
+			int ps = -1;
+			if (x->kind == TK_WEIGHT || x->kind == TK_STATE) {
+				seen[t] = true;
+				keep[s] += 4.0 * (double)ir_nbytes(x); /* weight, gradient, state */
+			} else if (producer_step(g, t, &ps) == STEP_FWD) {
+				seen[t] = true;
+				held[s] += (double)ir_nbytes(x);
+				if (ps != s)
+					edge[s] += (double)ir_nbytes(x);
+			}
+		}
+	}
+	for (int s = 0; s < K; s++) {
+		PipeOp *o = malloc(sizeof *o * (3 * M + 1));
+		int n = pipe_order(kind, K, M, s, false, o);
+		int inflight = pipe_inflight(o, n);
+		free(o);
+		double cap = g->cost.memory > 0 ? g->cost.memory : 1e300;
+		if (g->cluster.ndevices > 0 && g->device) {
+			int node, k, slot;
+			ir_cluster_device(&g->cluster, g->device[s * (g->mesh.tp > 1 ? g->mesh.tp : 1)],
+			    &node, &k, &slot);
+			cap = g->cluster.kinds[k].memory;
+		}
+		/* Merak's rule with a stage's worth of modules: recompute only
+		 * where holding every in-flight micro-batch does not fit */
+		rec[s] = keep[s] + inflight * held[s] > cap && inflight > 1;
+		(void)edge;
+	}
+	free(keep);
+	free(held);
+	free(edge);
+	free(seen);
+}
+
+/* The steps of stage s under kind, with recompute where rec[] says. */
+static StageSched
+build_stage(Graph *g, int s, int kind, bool recompute)
+{
+	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
+	bool train = g->loss != IR_NONE;
+	int *recv = malloc(sizeof *recv * (g->ntensors + 1));
+	bool *send = calloc((size_t)g->ntensors * K + 1, 1);
+	if (!recv || !send)
+		die("out of memory");
+	boundaries(g, s, recv, send);
+	/* values only optimizers of other stages read travel once per step */
+	bool *once = calloc(g->ntensors + 1, 1);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Node *nd = &g->nodes[n];
+		if (nd->dead || sched_node_step(g, n) != STEP_OPT)
+			continue;
+		for (int i = 0; i < nd->nin; i++)
+			if (nd->in[i] != IR_NONE && g->tensors[nd->in[i]].producer != IR_NONE &&
+			    node_stage(g, g->tensors[nd->in[i]].producer) != node_stage(g, n))
+				once[nd->in[i]] = true;
+	}
+	bool has[STEP_COUNT] = {0};
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead && node_stage(g, n) == s)
+			has[sched_node_step(g, n)] = true;
+	Builder b = {.g = g};
+	PipeOp *o = malloc(sizeof *o * (3 * M + 1));
+	int n = 0;
+	if (train && has[STEP_BWD]) {
+		n = pipe_order(kind, K, M, s, recompute, o);
+	} else {
+		for (int m = 0; m < M; m++)
+			o[n++] = (PipeOp){.stage = s, .micro = m};
+	}
+	for (int i = 0; i < n; i++) {
+		int k = o[i].micro;
+		StepKind what = o[i].backward ? STEP_BWD : o[i].recompute ? STEP_RECOMPUTE : STEP_FWD;
+		if (what != STEP_RECOMPUTE)
+			for (TensorId t = 0; t < g->ntensors; t++)
+				if (recv[t] == (int)what) {
+					int ps = 0;
+					producer_step(g, t, &ps);
+					add(&b, (SchedStep){STEP_RECV, k, t, ps, IR_NONE});
+				}
+		add(&b, (SchedStep){what, k, IR_NONE, -1, IR_NONE});
+		if (what == STEP_RECOMPUTE)
+			continue;
+		for (TensorId t = 0; t < g->ntensors; t++) {
+			int ps = -1;
+			if (producer_step(g, t, &ps) != (int)what || ps != s || once[t])
+				continue;
+			for (int to = 0; to < K; to++)
+				if (send[(size_t)t * K + to])
+					add(&b, (SchedStep){STEP_SEND, k, t, to, IR_NONE});
+		}
+	}
+	for (NodeId x = 0; x < g->nnodes; x++)
+		if (!g->nodes[x].dead && node_stage(g, x) == s && sched_node_step(g, x) == STEP_SYNC)
+			add(&b, (SchedStep){STEP_SYNC, -1, IR_NONE, -1, x});
+	/* once per step: tied weights' gradients, out and in */
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		int ps = -1;
+		if (!once[t] || producer_step(g, t, &ps) < 0 || ps != s)
+			continue;
+		for (int to = 0; to < K; to++)
+			if (send[(size_t)t * K + to])
+				add(&b, (SchedStep){STEP_SEND, -1, t, to, IR_NONE});
+	}
+	for (TensorId t = 0; t < g->ntensors; t++)
+		if (recv[t] == STEP_OPT) {
+			int ps = 0;
+			producer_step(g, t, &ps);
+			add(&b, (SchedStep){STEP_RECV, -1, t, ps, IR_NONE});
+		}
+	if (has[STEP_OPT])
+		add(&b, (SchedStep){STEP_OPT, -1, IR_NONE, -1, IR_NONE});
+	StageSched st = {.nsteps = b.n, .inflight = train && has[STEP_BWD] ? pipe_inflight(o, n) : 1,
+		.recompute = recompute && !(kind == SCHED_MERAK && s == K - 1)};
+	st.steps = ir_alloc(&g->arena, sizeof *st.steps * (b.n + 1));
+	memcpy(st.steps, b.steps, sizeof *st.steps * b.n);
+	free(b.steps);
+	free(o);
+	free(recv);
+	free(send);
+	free(once);
+	return st;
+}
+
+void
+sched_build(Graph *g, int kind, const bool *rec)
+{
+	int K = nstages(g);
+	g->sched_kind = kind;
+	g->sched = ir_alloc(&g->arena, sizeof *g->sched * K);
+	ir_reindex(g);
+	for (int s = 0; s < K; s++)
+		g->sched[s] = build_stage(g, s, kind, rec && rec[s]);
+}
+
+double
+sched_simulate(Graph *g, PipeSim *out)
+{
+	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
+	if (!g->sched || K < 2 || !g->stages || g->nstages != K)
+		return -1;
+	bool train = g->loss != IR_NONE && g->cost.train;
+	PipeOp **order = calloc(K, sizeof *order);
+	int *norder = calloc(K, sizeof *norder);
+	double *f = calloc(K, sizeof *f), *bw = calloc(K, sizeof *bw);
+	for (int s = 0; s < K; s++) {
+		f[s] = g->stages[s].fwd;
+		bw[s] = g->stages[s].bwd;
+		order[s] = calloc(g->sched[s].nsteps + 1, sizeof **order);
+		for (int i = 0; i < g->sched[s].nsteps; i++) {
+			SchedStep *st = &g->sched[s].steps[i];
+			if (st->kind == STEP_FWD || st->kind == STEP_BWD || st->kind == STEP_RECOMPUTE)
+				order[s][norder[s]++] = (PipeOp){.stage = s, .micro = st->micro,
+					.backward = st->kind == STEP_BWD,
+					.recompute = st->kind == STEP_RECOMPUTE};
+		}
+	}
+	PipeSpec p = {.nstages = K, .micro = M, .fwd = f, .bwd = train ? bw : NULL,
+		.comm = g->pipe_comm, .order = (const PipeOp *const *)order, .norder = norder};
+	PipeSim sim;
+	double t = -1;
+	if (pipe_simulate(&p, &sim)) {
+		t = sim.time;
+		if (out)
+			*out = sim;
+		else
+			pipe_sim_free(&sim);
+	}
+	for (int s = 0; s < K; s++)
+		free(order[s]);
+	free(order);
+	free(norder);
+	free(f);
+	free(bw);
+	return t;
+}
+
+const char *
+sched_name(int kind)
+{
+	return kind == SCHED_GPIPE ? "gpipe" : kind == SCHED_MERAK ? "merak" : "1f1b";
+}
+
+bool
+pass_schedule(Graph *g, PassCtx *cx)
+{
+	int K = nstages(g);
+	ir_reindex(g);
+	if (K > 1 && (!g->stages || g->nstages != K)) {
+		diag_file(g->model, "schedule: %d pipeline stages but no stage table: run stage-assign "
+		    "first", K);
+		return false;
+	}
+	for (NodeId n = 0; n < g->nnodes && K > 1; n++)
+		if (!g->nodes[n].dead && (g->nodes[n].stage < 0 || g->nodes[n].stage >= K)) {
+			diag_node(g, n, "schedule: the node has no pipeline stage (run stage-assign)");
+			return false;
+		}
+	bool *rec = calloc(K, sizeof *rec);
+	for (int k = 0; k < SCHED_COUNT; k++)
+		g->sched_times[k] = -1;
+	int want = cx->schedule > 0 ? cx->schedule - 1 : -1, best = SCHED_1F1B;
+	double bt = -1;
+	/* preference on ties: 1F1B (fewest activations), Merak, GPipe */
+	static const int kinds[] = {SCHED_1F1B, SCHED_MERAK, SCHED_GPIPE};
+	for (int i = 0; i < 3; i++) {
+		int kind = kinds[i];
+		choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec);
+		sched_build(g, kind, rec);
+		double t = sched_simulate(g, NULL);
+		g->sched_times[kind] = t;
+		if (want < 0 && t >= 0 && (bt < 0 || t < bt * (1 - 1e-9)))
+			bt = t, best = kind;
+	}
+	int kind = want >= 0 ? want : best;
+	choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec);
+	sched_build(g, kind, rec);
+	g->sched_time = sched_simulate(g, NULL);
+	free(rec);
+	return true;
+}
