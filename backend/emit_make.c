@@ -132,7 +132,7 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir)
 		fputs("# the runtime of the build tree tapc ran from\n", f);
 		fprintf(f, "TAPRT_CFLAGS = -I%s/runtime %s\n", TAPC_SRCDIR, TAPC_SAN_FLAGS);
 		fprintf(f, "TAPRT_LIBS = %s/runtime/.libs/libtaprt.a %s -lpthread -lm %s\n", TAPC_BUILDDIR,
-		    TAPC_OPENBLAS_LIBS, TAPC_SAN_FLAGS);
+		    TAPC_RUNTIME_LIBS, TAPC_SAN_FLAGS);
 	} else {
 		fputs("# the runtime installed beside this tapc\n", f);
 		/* make before 4.4 does not export variables to $(shell) */

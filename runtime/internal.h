@@ -113,7 +113,18 @@ void taprt_threads_free(taprt_comm *world);                  /* after every rank
  * thread and valid until its next call (scratch.c); NULL if out of memory. */
 void *taprt_scratch(int64_t bytes);
 
-/* BLAS threads per rank (set by taprt_main). */
-void taprt_blas_threads(int n);
+/*
+ * The one GEMM interface (gemm.c): row-major c = alpha * op(a) @ op(b) +
+ * beta * c, op transposing when ta/tb; on OpenBLAS with the CPU's best
+ * kernels, or a portable loop.  taprt_gemm_threads sets the library's
+ * threads per calling rank; taprt_gemm_name says what serves ("OpenBLAS
+ * SkylakeX").
+ */
+void taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void taprt_dgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *a,
+    int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+void taprt_gemm_threads(int n);
+const char *taprt_gemm_name(void);
 
 #endif

@@ -2,7 +2,7 @@
  * k_nn.c - the compute-heavy kernels: MatMul, Gemm, Conv, ConvTranspose and
  * the pools.
  *
- * Needs: OpenBLAS's cblas for f32/f64 products (configure passes its flags).
+ * Needs: the runtime's GEMM (gemm.c) for f32/f64 products.
  * Output shapes are set by tapc, so every kernel walks the output positions
  * and derives windows from strides and pads; nothing here infers a shape.
  *
@@ -15,7 +15,6 @@
  * ConvTranspose is the adjoint: one gemm W^T @ X per image and group into
  * the scratch buffer, then col2im adds each product into its output pixel.
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -50,18 +49,14 @@ static void
 sgemm_nn(int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
     const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0f, a, (blasint)lda, b, (blasint)ldb,
-	    0.0f, c, (blasint)ldc);
+	taprt_sgemm(false, false, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 static void
 dgemm_nn(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,
     const double *b, int64_t ldb, double *c, int64_t ldc)
 {
-	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
-	    c, (blasint)ldc);
+	taprt_dgemm(false, false, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /*
@@ -262,19 +257,13 @@ taprt_op_Gemm(taprt_ctx *cx, const taprt_node *n)
 		return;
 	}
 	float yb = have_c ? 1.0f : 0.0f;
-	CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans;
-	CBLAS_TRANSPOSE ctb = tb ? CblasTrans : CblasNoTrans;
-	blasint lda = (blasint)a->dims[1], ldb = (blasint)b->dims[1];
+	int64_t lda = a->dims[1], ldb = b->dims[1];
 	switch (y->dtype) {
 	case TAPRT_F32:
-		cblas_sgemm(CblasRowMajor, cta, ctb, (blasint)M, (blasint)N,
-		    (blasint)K, alpha, a->data, lda, b->data, ldb, yb, y->data,
-		    (blasint)N);
+		taprt_sgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data, N);
 		break;
 	case TAPRT_F64:
-		cblas_dgemm(CblasRowMajor, cta, ctb, (blasint)M, (blasint)N,
-		    (blasint)K, alpha, a->data, lda, b->data, ldb, yb, y->data,
-		    (blasint)N);
+		taprt_dgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data, N);
 		break;
 	default:
 		/* element strides of op(A) rows/cols and op(B) rows/cols */
@@ -643,18 +632,14 @@ static void
 sgemm_tn(int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
     const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0f, a, (blasint)lda, b, (blasint)ldb,
-	    0.0f, c, (blasint)ldc);
+	taprt_sgemm(true, false, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 static void
 dgemm_tn(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,
     const double *b, int64_t ldb, double *c, int64_t ldc)
 {
-	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
-	    c, (blasint)ldc);
+	taprt_dgemm(true, false, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 CONVT(float, f32, sgemm_tn)

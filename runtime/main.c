@@ -424,7 +424,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 			}
 		}
 
-	taprt_blas_threads(o.threads);
+	taprt_gemm_threads(o.threads);
 	if (p->nranks > 1)
 		world = taprt_threads_world(p->nranks);
 	for (int r = 0; r < p->nranks; r++) {
@@ -457,9 +457,10 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 			ms = args[r].ms > ms ? args[r].ms : ms;
 		ms /= o.bench;
 		int64_t batch = p->ninputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1;
-		printf("%s: %ld iterations, %.4f ms/iteration, %.1f samples/s (batch %lld, %d rank%s)\n",
-		    p->name, o.bench, ms, ms > 0 ? batch * 1e3 / ms : 0.0, (long long)batch, p->nranks,
-		    p->nranks == 1 ? "" : "s");
+		printf("%s: %ld iterations, %.4f ms/iteration, %.1f samples/s (batch %lld, %d rank%s, "
+		    "%d thread%s, %s)\n", p->name, o.bench, ms, ms > 0 ? batch * 1e3 / ms : 0.0,
+		    (long long)batch, p->nranks, p->nranks == 1 ? "" : "s", o.threads,
+		    o.threads == 1 ? "" : "s", taprt_gemm_name());
 	}
 	rc = 0;
 	if (o.check)

@@ -1,0 +1,190 @@
+/*
+ * gemm.c - the runtime's one GEMM interface (taprt_sgemm, taprt_dgemm), on
+ * the best kernels of the CPU the program runs on.
+ *
+ * Needs: libdl, and OpenBLAS's shared library (Debian's libopenblas0) at run
+ * time; without it a portable C product serves (correct, slow).  Every
+ * kernel that multiplies matrices (MatMul, Gemm, Conv, ConvTranspose,
+ * Einsum, the recurrent ops) calls these, never a BLAS directly, so the
+ * library behind them is this file's choice alone.
+ *
+ * Why OpenBLAS, loaded with dlopen: measured on tapc's own shapes
+ * (docs/runtime.md, "GEMM"), OpenBLAS with its AVX-512 (SkylakeX) kernels is
+ * the fastest of OpenBLAS, BLIS 0.9 and oneDNN 2.6's sgemm, by far on the
+ * small attention and Conv products.  OpenBLAS chooses its kernels once,
+ * in a constructor, when the library is loaded, and an OPENBLAS_CORETYPE in
+ * the environment overrides its CPU detection -- the machines this was
+ * written on export OPENBLAS_CORETYPE=Haswell, which halves sgemm's speed
+ * on their AVX-512 CPU.  A program linked with -lopenblas gets no say, so
+ * the runtime loads the library itself, on first use, with the core type
+ * it chooses from the CPU: SKYLAKEX when the CPU and the OS support
+ * AVX-512 (F, CD, BW, DQ, VL), else OpenBLAS's own detection (an inherited
+ * OPENBLAS_CORETYPE is set aside while loading, and put back after).
+ * TAPRT_GEMM_CORE=NAME chooses an OpenBLAS core type by hand;
+ * TAPRT_GEMM=portable forces the fallback (tests).  taprt_gemm_name() says
+ * what serves (the program's --bench line prints it).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+/* cblas's enums and prototypes, so that no BLAS header is needed to build */
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+    const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+typedef void (*dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
+    const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc);
+
+static struct {
+	sgemm_fn sgemm;
+	dgemm_fn dgemm;
+	void (*set_threads)(int);
+	char name[96];
+} lib;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static int lib_threads = 1;
+
+static bool
+cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	/* libgcc's checks include the OS's support (XCR0's ZMM state) */
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vl");
+#else
+	return false;
+#endif
+}
+
+static void
+lib_load(void)
+{
+	const char *want = getenv("TAPRT_GEMM");
+	snprintf(lib.name, sizeof lib.name, "portable");
+	if (want && strcmp(want, "portable") == 0)
+		return;
+	/* the core type: the user's TAPRT_GEMM_CORE, else AVX-512's kernels
+	 * where the CPU has them, else OpenBLAS's detection */
+	const char *inherited = getenv("OPENBLAS_CORETYPE");
+	char *saved = inherited ? strdup(inherited) : NULL;
+	const char *core = getenv("TAPRT_GEMM_CORE");
+	if (core && *core)
+		setenv("OPENBLAS_CORETYPE", core, 1);
+	else if (cpu_has_avx512())
+		setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1);
+	else
+		unsetenv("OPENBLAS_CORETYPE");
+	void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+	if (saved) /* what the program's children see stays as it was */
+		setenv("OPENBLAS_CORETYPE", saved, 1);
+	else
+		unsetenv("OPENBLAS_CORETYPE");
+	free(saved);
+	if (!h)
+		return;
+	sgemm_fn s = (sgemm_fn)dlsym(h, "cblas_sgemm");
+	dgemm_fn d = (dgemm_fn)dlsym(h, "cblas_dgemm");
+	if (!s || !d) {
+		dlclose(h);
+		return;
+	}
+	lib.sgemm = s;
+	lib.dgemm = d;
+	lib.set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+	char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
+	snprintf(lib.name, sizeof lib.name, "OpenBLAS %s", corename ? corename() : "");
+	if (lib.set_threads)
+		lib.set_threads(lib_threads);
+}
+
+static void
+lib_init(void)
+{
+	pthread_once(&lib_once, lib_load);
+}
+
+void
+taprt_gemm_threads(int n)
+{
+	lib_threads = n > 0 ? n : 1;
+	lib_init();
+	if (lib.set_threads)
+		lib.set_threads(lib_threads);
+}
+
+const char *
+taprt_gemm_name(void)
+{
+	lib_init();
+	return lib.name;
+}
+
+/*
+ * The portable product: c = alpha * op(a) @ op(b) + beta * c, with element
+ * strides, i-k-j order so the inner loop runs along c's contiguous rows
+ * and vectorizes.  Only used without OpenBLAS.
+ */
+#define PORTABLE(T, s)                                                    \
+static void                                                               \
+portable_##s(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,  \
+    const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,       \
+    int64_t ldc)                                                          \
+{                                                                         \
+	int64_t ar = ta ? 1 : lda, ac = ta ? lda : 1;                     \
+	int64_t br = tb ? 1 : ldb, bc = tb ? ldb : 1;                     \
+	for (int64_t i = 0; i < M; i++) {                                 \
+		T *ci = c + i * ldc;                                      \
+		for (int64_t j = 0; j < N; j++)                           \
+			ci[j] = beta == 0 ? 0 : beta * ci[j];             \
+		for (int64_t k = 0; k < K; k++) {                         \
+			T v = alpha * a[i * ar + k * ac];                 \
+			const T *bk = b + k * br;                         \
+			if (bc == 1)                                      \
+				for (int64_t j = 0; j < N; j++)           \
+					ci[j] += v * bk[j];               \
+			else                                              \
+				for (int64_t j = 0; j < N; j++)           \
+					ci[j] += v * bk[j * bc];          \
+		}                                                         \
+	}                                                                 \
+}
+PORTABLE(float, s)
+PORTABLE(double, d)
+#undef PORTABLE
+
+void
+taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	lib_init();
+	if (lib.sgemm && K > 0)
+		lib.sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N,
+		    (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+	else
+		portable_s(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void
+taprt_dgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *a,
+    int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc)
+{
+	if (M <= 0 || N <= 0)
+		return;
+	lib_init();
+	if (lib.dgemm && K > 0)
+		lib.dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N,
+		    (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+	else
+		portable_d(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+}
