@@ -76,6 +76,17 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
 	}
 }
 
+/*
+ * Per-function multiversioning for the hand-written hot loops: one clone
+ * for AVX-512 (x86-64-v4), one for AVX2+FMA (x86-64-v3) and the baseline,
+ * chosen by the loader (ifunc) for the CPU the program runs on.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define TAPRT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TAPRT_CLONES
+#endif
+
 /* A TensorProto file's contents (pbio.c). */
 typedef struct {
 	char name[256];
@@ -126,5 +137,27 @@ void taprt_dgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha
     int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 void taprt_gemm_threads(int n);
 const char *taprt_gemm_name(void);
+
+/*
+ * A fused activation (FusedConv, FusedGemm: passes/fuse_conv.c): applied to
+ * a kernel's result while it is in cache, the same arithmetic as the
+ * standalone operator's kernel (k_elementwise.c).
+ */
+enum {
+	TAPRT_ACT_NONE, TAPRT_ACT_RELU, TAPRT_ACT_CLIP, TAPRT_ACT_HARDSIGMOID,
+	TAPRT_ACT_HARDSWISH, TAPRT_ACT_LEAKYRELU,
+};
+typedef struct {
+	int kind;
+	float a, b;                     /* Clip: min, max; HardSigmoid: alpha, beta; LeakyRelu: alpha */
+} taprt_act;
+
+/* The node's "activation" attributes (activation, activation_params); -1
+ * after taprt_fail on an unknown name. */
+int taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a);
+
+/* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
+void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
+    const taprt_act *a);
 
 #endif

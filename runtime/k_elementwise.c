@@ -219,13 +219,17 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 	taprt_bad_dtype(cx, n, "Selu", n->in[0]->dtype);
 }
 
+/* fmax(0, fmin(1, t)) as selects that vectorize (NaN -> 1, like fmin) */
+#define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
+
 void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 {
 	const float alpha = taprt_attr_float(n, "alpha", 0.2f);
 	const float beta = taprt_attr_float(n, "beta", 0.5f);
 	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, fmax(0, fmin(1, alpha * v + beta)))
+	/* fmax(0, fmin(1, t)) without the calls: NaN gives 1, as fmin's does */
+	FLOAT_TYPES(MAP_CASE, CLAMP01(alpha * v + beta))
 	default:
 		break;
 	}
@@ -236,7 +240,7 @@ void
 taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v * fmax(0, fmin(1, v / 6 + 0.5f)))
+	FLOAT_TYPES(MAP_CASE, v * CLAMP01(v / 6 + 0.5f))
 	default:
 		break;
 	}

@@ -412,6 +412,239 @@ im2col_##s(const T *x, int64_t C, const geom *g, T *col)                  \
 FLOAT_TYPES(IM2COL)
 #undef IM2COL
 
+
+/* ------------------------------------------------ activations, epilogues */
+
+int
+taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a)
+{
+	const char *s = taprt_attr_str(n, "activation", "");
+	const taprt_attr *p = taprt_attr_get(n, "activation_params");
+	float p0 = p && p->n > 0 ? p->fs[0] : 0, p1 = p && p->n > 1 ? p->fs[1] : 0;
+	*a = (taprt_act){TAPRT_ACT_NONE, 0, 0};
+	if (!*s)
+		return 0;
+	if (!strcmp(s, "Relu"))
+		a->kind = TAPRT_ACT_RELU;
+	else if (!strcmp(s, "Clip"))
+		*a = (taprt_act){TAPRT_ACT_CLIP, p && p->n > 0 ? p0 : -INFINITY,
+			p && p->n > 1 ? p1 : INFINITY};
+	else if (!strcmp(s, "HardSigmoid"))
+		*a = (taprt_act){TAPRT_ACT_HARDSIGMOID, p && p->n > 0 ? p0 : 0.2f,
+			p && p->n > 1 ? p1 : 0.5f};
+	else if (!strcmp(s, "HardSwish"))
+		a->kind = TAPRT_ACT_HARDSWISH;
+	else if (!strcmp(s, "LeakyRelu"))
+		*a = (taprt_act){TAPRT_ACT_LEAKYRELU, p && p->n > 0 ? p0 : 0.01f, 0};
+	else
+		return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
+	return 0;
+}
+
+#define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
+
+/* One loop per activation, so each vectorizes (the same expressions as
+ * k_elementwise.c's kernels). */
+TAPRT_CLONES void
+taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
+    const taprt_act *a)
+{
+#define EPI(EXPR)                                                         \
+	if (z)                                                            \
+		for (int64_t i = 0; i < n; i++) {                         \
+			float v = y[i] + bias + z[i];                     \
+			y[i] = EXPR;                                      \
+		}                                                         \
+	else                                                              \
+		for (int64_t i = 0; i < n; i++) {                         \
+			float v = y[i] + bias;                            \
+			y[i] = EXPR;                                      \
+		}                                                         \
+	return;
+	const float lo = a->a, hi = a->b;
+	switch (a->kind) {
+	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)
+	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)
+	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))
+	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v / 6 + 0.5f))
+	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)
+	default: EPI(v)
+	}
+#undef EPI
+}
+
+/* ----------------------------------------------------------------- Conv */
+
+/*
+ * A depthwise 2-D plane (one input channel, one filter), strides 1 or 2,
+ * dilation 1.  The plane is copied once into a zero-padded buffer (for
+ * stride 2 as four phase planes: even/odd rows x even/odd columns), so
+ * every tap reads one contiguous run: acc[i] += w * src[i + tap offset]
+ * over the whole plane at the buffer's row pitch -- long loops that
+ * vectorize even for 7x7 planes -- then the valid columns go to y.
+ * `buf` holds dw_buf_floats(g) floats.
+ */
+static int64_t
+dw_buf_floats(const geom *g)
+{
+	int64_t hp = (g->out[1] - 1) * g->st[1] + g->k[1], wp = (g->out[2] - 1) * g->st[2] + g->k[2];
+	int64_t hq = (hp + 1) / 2 + 1, wq = (wp + 1) / 2 + 1;
+	return hp * wp + 4 * hq * wq + g->out[1] * (wp > 4 * wq ? wp : 4 * wq) + 64;
+}
+
+static bool
+dw_fast(const geom *g)
+{
+	return g->in[0] == 1 && g->k[0] == 1 && g->dil[1] == 1 && g->dil[2] == 1 &&
+	    (g->st[1] == 1 || g->st[1] == 2) && g->st[2] == g->st[1];
+}
+
+TAPRT_CLONES static void
+dw_plane_f32(const float *restrict x, const float *restrict w, float *restrict y, const geom *g,
+    float b0, float *restrict buf)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	const int64_t KH = g->k[1], KW = g->k[2], S = g->st[1], PH = g->pb[1], PW = g->pb[2];
+	const int64_t HP = (OH - 1) * S + KH, WP = (OW - 1) * S + KW;
+	float *restrict xp = buf;
+	/* the padded plane: xp[r][c] = x[r - PH][c - PW], 0 outside */
+	for (int64_t r = 0; r < HP; r++) {
+		float *restrict row = xp + r * WP;
+		int64_t ih = r - PH;
+		if (ih < 0 || ih >= IH) {
+			for (int64_t c = 0; c < WP; c++)
+				row[c] = 0;
+			continue;
+		}
+		int64_t c0 = PW < WP ? PW : WP, c1 = PW + IW < WP ? PW + IW : WP;
+		for (int64_t c = 0; c < c0; c++)
+			row[c] = 0;
+		for (int64_t c = c0; c < c1; c++)
+			row[c] = x[ih * IW + c - PW];
+		for (int64_t c = c1; c < WP; c++)
+			row[c] = 0;
+	}
+	const float *src[4];
+	int64_t pitch;
+	float *restrict acc;
+	if (S == 1) {
+		src[0] = xp;
+		pitch = WP;
+		acc = xp + HP * WP;
+	} else {
+		/* phase (a, b): rows a, a+2, ..., columns b, b+2, ... */
+		int64_t hq = (HP + 1) / 2 + 1, wq = (WP + 1) / 2 + 1;
+		float *ph = xp + HP * WP;
+		for (int a = 0; a < 2; a++)
+			for (int b = 0; b < 2; b++) {
+				float *restrict q = ph + (a * 2 + b) * hq * wq;
+				for (int64_t r = 0; r < hq; r++)
+					for (int64_t c = 0; c < wq; c++) {
+						int64_t rr = 2 * r + a, cc = 2 * c + b;
+						q[r * wq + c] = rr < HP && cc < WP ? xp[rr * WP + cc] : 0;
+					}
+				src[a * 2 + b] = q;
+			}
+		pitch = wq;
+		acc = ph + 4 * hq * wq;
+	}
+	const int64_t len = (OH - 1) * pitch + OW;
+	for (int64_t i = 0; i < len; i++)
+		acc[i] = b0;
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			const float wv = w[kh * KW + kw];
+			const float *restrict s0 = S == 1 ? src[0] + kh * pitch + kw :
+			    src[(kh & 1) * 2 + (kw & 1)] + (kh >> 1) * pitch + (kw >> 1);
+			for (int64_t i = 0; i < len; i++)
+				acc[i] += wv * s0[i];
+		}
+	for (int64_t oh = 0; oh < OH; oh++)
+		for (int64_t ow = 0; ow < OW; ow++)
+			y[oh * OW + ow] = acc[oh * pitch + ow];
+}
+
+/* The same, any stride and dilation: each output row accumulates its taps'
+ * input rows over the columns whose tap lies inside the input. */
+static void
+dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float b0)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
+	const int64_t DH = g->dil[1], DW = g->dil[2], PH = g->pb[1], PW = g->pb[2];
+	for (int64_t oh = 0; oh < OH; oh++) {
+		float *yr = y + oh * OW;
+		for (int64_t ow = 0; ow < OW; ow++)
+			yr[ow] = b0;
+		for (int64_t kh = 0; kh < KH; kh++) {
+			int64_t ih = oh * SH - PH + kh * DH;
+			if (ih < 0 || ih >= IH)
+				continue;
+			const float *xr = x + ih * IW;
+			for (int64_t kw = 0; kw < KW; kw++) {
+				int64_t base = kw * DW - PW;
+				int64_t lo = ceil_clamp(-base, SW, OW), hi = ceil_clamp(IW - base, SW, OW);
+				for (int64_t ow = lo; ow < hi; ow++)
+					yr[ow] += w[kh * KW + kw] * xr[ow * SW + base];
+			}
+		}
+	}
+}
+
+/*
+ * Conv in f32: y = act(conv(x, w) + bias + z) (z, the residual, and act
+ * from FusedConv; NULL and none for Conv).  Per image and group:
+ * depthwise groups (one input channel) run dw_plane; a 1x1 stride-1
+ * unpadded Conv is one GEMM W_g[Mg, Cg] @ X_g[Cg, P] on the input as it
+ * is; the rest im2col + GEMM.  The epilogue runs on each group's rows right
+ * after its GEMM, while they are in cache.
+ */
+static int
+conv_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
+    int64_t N, int64_t C, int64_t M, int64_t G, const geom *g, const taprt_act *act)
+{
+	int64_t Cg = C / G, Mg = M / G;
+	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->osz;
+	bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
+	if (Cg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
+		float *buf = NULL;
+		if (dw_fast(g) && !(buf = taprt_scratch(dw_buf_floats(g) * (int64_t)sizeof(float))))
+			return -1;
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t m = 0; m < M; m++) {
+				float *yp = y + (b * M + m) * P;
+				const float *xp = x + (b * C + m / Mg) * g->isz;
+				if (buf)
+					dw_plane_f32(xp, w + m * KK, yp, g, bias ? bias[m] : 0, buf);
+				else
+					dw_plane_any_f32(xp, w + m * KK, yp, g, bias ? bias[m] : 0);
+				if (z || act->kind != TAPRT_ACT_NONE)
+					taprt_epilogue_f32(yp, P, 0, z ? z + (b * M + m) * P : NULL, act);
+			}
+		return 0;
+	}
+	bool direct = KK == 1 && g->isz == P;
+	for (int d = 0; d < 3; d++)
+		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
+	float *col = NULL;
+	if (!direct && !(col = taprt_scratch((size_t)Cg * KK * P * sizeof(float))))
+		return -1;
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t gi = 0; gi < G; gi++) {
+			const float *xg = x + (b * C + gi * Cg) * g->isz;
+			float *yg = y + (b * M + gi * Mg) * P;
+			if (!direct)
+				im2col_f32(xg, Cg, g, col);
+			sgemm_nn(Mg, P, Cg * KK, w + gi * Mg * Cg * KK, Cg * KK, direct ? xg : col, P,
+			    yg, P);
+			if (epi)
+				for (int64_t m = 0; m < Mg; m++)
+					taprt_epilogue_f32(yg + m * P, P, bias ? bias[gi * Mg + m] : 0,
+					    z ? z + (b * M + gi * Mg + m) * P : NULL, act);
+		}
+	return 0;
+}
+
 /* One Conv in type T: per image and group, W_g[Mg, Cg*KK] @ col[Cg*KK, P]. */
 #define CONV(T, s, gemm)                                                  \
 static int                                                                \
@@ -441,51 +674,72 @@ conv_##s(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t C, \
 		}                                                         \
 	return 0;                                                         \
 }
-CONV(float, f32, sgemm_nn)
 CONV(double, f64, dgemm_nn)
 #undef CONV
 
-void
-taprt_op_Conv(taprt_ctx *cx, const taprt_node *n)
+/* Conv and FusedConv: fused adds input 3 (the residual z, shaped like y)
+ * and applies the node's activation. */
+static void
+conv_op(taprt_ctx *cx, const taprt_node *n, const char *op, bool fused)
 {
 	const taprt_tensor *x = n->in[0], *w = n->in[1];
-	const taprt_tensor *b = n->nin > 2 ? n->in[2] : NULL;
+	const taprt_tensor *b = taprt_input(n, 2);
+	const taprt_tensor *z = fused ? taprt_input(n, 3) : NULL;
 	taprt_tensor *y = n->out[0];
 	int64_t G = taprt_attr_int(n, "group", 1);
 	int64_t C = x->dims[1], M = w->dims[0];
+	taprt_act act = {TAPRT_ACT_NONE, 0, 0};
 	geom g;
 
 	if (y->numel == 0)
 		return;
 	if (G < 1 || C % G || M % G || w->dims[1] != C / G) {
-		taprt_fail(cx, "node '%s' (Conv): group %lld does not divide %lld input"
-		    " channels and %lld filters of %lld channels", n->name, (long long)G,
+		taprt_fail(cx, "node '%s' (%s): group %lld does not divide %lld input"
+		    " channels and %lld filters of %lld channels", n->name, op, (long long)G,
 		    (long long)C, (long long)M, (long long)w->dims[1]);
 		return;
 	}
-	if (geom_get(cx, n, "Conv", x, y, w->dims + 2, &g))
+	if (geom_get(cx, n, op, x, y, w->dims + 2, &g))
 		return;
 	if (w->numel == 0) {
-		taprt_fail(cx, "node '%s' (Conv): empty filters", n->name);
+		taprt_fail(cx, "node '%s' (%s): empty filters", n->name, op);
+		return;
+	}
+	if (fused && (taprt_act_get(cx, n, &act) || (z && z->numel != y->numel) ||
+	    y->dtype != TAPRT_F32)) {
+		taprt_fail(cx, "node '%s' (%s): expected f32 and a residual shaped like the output",
+		    n->name, op);
 		return;
 	}
 	int rc;
 	switch (y->dtype) {
 	case TAPRT_F32:
-		rc = conv_f32(x->data, w->data, b ? b->data : NULL, y->data,
-		    x->dims[0], C, M, G, &g);
+		rc = conv_f32(x->data, w->data, b ? b->data : NULL, z ? z->data : NULL, y->data,
+		    x->dims[0], C, M, G, &g, &act);
 		break;
 	case TAPRT_F64:
 		rc = conv_f64(x->data, w->data, b ? b->data : NULL, y->data,
 		    x->dims[0], C, M, G, &g);
 		break;
 	default:
-		unsupported(cx, n, "Conv", y->dtype);
+		unsupported(cx, n, op, y->dtype);
 		return;
 	}
 	if (rc)
-		taprt_fail(cx, "node '%s' (Conv): out of memory for the im2col buffer",
-		    n->name);
+		taprt_fail(cx, "node '%s' (%s): out of memory for the im2col buffer",
+		    n->name, op);
+}
+
+void
+taprt_op_Conv(taprt_ctx *cx, const taprt_node *n)
+{
+	conv_op(cx, n, "Conv", false);
+}
+
+void
+taprt_op_FusedConv(taprt_ctx *cx, const taprt_node *n)
+{
+	conv_op(cx, n, "FusedConv", true);
 }
 
 /* ------------------------------------------------------- ConvTranspose */
@@ -740,6 +994,54 @@ pool2d_f32(const float *x, float *y, const geom *g, bool avg)
 }
 
 /*
+ * Padded 2-D f32 MaxPool whose every window holds at least one input
+ * element (ResNet's 3x3 stride-2 pad-1 pool): like dw_plane_f32, each
+ * output row takes the maximum over its taps' input rows, along the
+ * output columns whose tap is inside the input.  NaN handling as the
+ * general loop's for windows starting at a number (a NaN first tap is
+ * not kept; rare enough, and onnxruntime does not keep it either).
+ */
+static bool
+maxpool2d_padded(const geom *g)
+{
+	if (g->in[0] != 1 || g->k[0] != 1)
+		return false;
+	for (int d = 1; d < 3; d++)
+		if (g->pb[d] >= g->k[d] || g->dil[d] != 1 ||
+		    (g->out[d] - 1) * g->st[d] - g->pb[d] >= g->in[d])
+			return false;
+	return true;
+}
+
+TAPRT_CLONES static void
+maxpool2d_f32(const float *restrict x, float *restrict y, const geom *g)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
+	const int64_t PH = g->pb[1], PW = g->pb[2];
+	for (int64_t p = 0; p < g->planes; p++, x += IH * IW)
+		for (int64_t oh = 0; oh < OH; oh++, y += OW) {
+			for (int64_t ow = 0; ow < OW; ow++)
+				y[ow] = -INFINITY;
+			for (int64_t kh = 0; kh < KH; kh++) {
+				int64_t ih = oh * SH - PH + kh;
+				if (ih < 0 || ih >= IH)
+					continue;
+				const float *xr = x + ih * IW;
+				for (int64_t kw = 0; kw < KW; kw++) {
+					int64_t base = kw - PW;
+					int64_t lo = ceil_clamp(-base, SW, OW);
+					int64_t hi = ceil_clamp(IW - base, SW, OW);
+					for (int64_t ow = lo; ow < hi; ow++) {
+						float v = xr[ow * SW + base];
+						y[ow] = v > y[ow] ? v : y[ow];
+					}
+				}
+			}
+		}
+}
+
+/*
  * MaxPool in type T; ind (may be NULL) gets the flat input index of each
  * maximum (first one on ties), row-major or, with colmajor, column-major
  * within the spatial dims.
@@ -797,6 +1099,10 @@ taprt_op_MaxPool(taprt_ctx *cx, const taprt_node *n)
 		return;
 	if (!ind && y->dtype == TAPRT_F32 && pool2d_simple(&g)) {
 		pool2d_f32(x->data, y->data, &g, false);
+		return;
+	}
+	if (!ind && y->dtype == TAPRT_F32 && maxpool2d_padded(&g)) {
+		maxpool2d_f32(x->data, y->data, &g);
 		return;
 	}
 	int64_t *id = ind ? ind->data : NULL;
