@@ -215,8 +215,10 @@ emit_program(Graph *g, const EmitOptions *o)
 		}
 	for (int s = 0; ok && s < emit_nstages(g); s++)
 		ok = emit_stage_c(g, s, &mps[s], tmp);
-	ok = ok && emit_main_c(g, o, tmp, rel) && emit_makefile(g, o, tmp) &&
-	    emit_plan_json(g, o, mps, tmp);
+	int64_t blob_bytes = 0;
+	free(emit_blob_layout(g, &blob_bytes));
+	ok = ok && emit_blob(g, mps[0].blob, blob_bytes, tmp) && emit_main_c(g, o, tmp, rel) &&
+	    emit_makefile(g, o, tmp, blob_bytes > 0) && emit_plan_json(g, o, mps, tmp);
 	emit_memplans_free(g, mps);
 	bool written = ok; /* the writers said what failed; a rename has not */
 	if (ok && stat(out, &st) == 0) {

@@ -363,9 +363,16 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	}
 	fputs("};\n\n", f);
 
+	bool blob = false;
 	for (int i = 0; i < ntensors; i++)
-		if (byn[i] != IR_NONE && use[byn[i]] && has_data(&g->tensors[byn[i]]))
-			put_data(&e, byn[i]);
+		if (byn[i] != IR_NONE && use[byn[i]] && has_data(&g->tensors[byn[i]])) {
+			if (mp->blob && mp->blob[byn[i]] >= 0)
+				blob = true;
+			else
+				put_data(&e, byn[i]);
+		}
+	if (blob) /* consts.S: the large constants */
+		fputs("extern const unsigned char taprt_consts[];\n", f);
 	fputc('\n', f);
 
 	/* the weight table: where each weight's bytes are in the model files */
@@ -416,6 +423,9 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 			continue;
 		if (mp->view[t] != IR_NONE)
 			fprintf(f, "\tT[%d].data = T[%d].data; /* a view */\n", i, e.num[mp->view[t]]);
+		else if (has_data(&g->tensors[t]) && mp->blob && mp->blob[t] >= 0)
+			fprintf(f, "\tT[%d].data = (void *)(taprt_consts + %lld);\n", i,
+			    (long long)mp->blob[t]);
 		else if (has_data(&g->tensors[t]))
 			fprintf(f, "\tT[%d].data = (void *)C%d;\n", i, i);
 		else if (mp->woffset[t] >= 0)

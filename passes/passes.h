@@ -35,7 +35,11 @@ extern const int pass_count;
 const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
-#define PASS_DEFAULT_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,tp-plan,tp-rewrite,pipe-shard,stage-assign,verify"
+/* The planning passes, then the kernel fusions on each rank's graph
+ * (passes/fuse.h); -O0 runs the first alone. */
+#define PASS_PLAN_PIPELINE "verify,fold-constants,strip-aux,graph-nodes,fold-scopes,tp-plan,tp-rewrite,pipe-shard,stage-assign"
+#define PASS_FUSE_PIPELINE "fold-bn,fuse-conv,fuse-matmul,fuse-norm,fuse-softmax"
+#define PASS_DEFAULT_PIPELINE PASS_PLAN_PIPELINE "," PASS_FUSE_PIPELINE ",verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

@@ -139,6 +139,32 @@ void taprt_gemm_threads(int n);
 const char *taprt_gemm_name(void);
 
 /*
+ * erf for f32 without a libm call, so the loop vectorizes: GELU makes Erf a
+ * quarter of a transformer's time with glibc's scalar erff.  Eigen's
+ * rational approximation (odd numerator, even denominator in x^2) on
+ * [-4, 4], where erf already rounds to +-1 in f32 outside; NaN passes
+ * through the clamp unchanged.
+ */
+static inline float
+taprt_erf_f32(float x)
+{
+	x = x < -4.f ? -4.f : x > 4.f ? 4.f : x;
+	float x2 = x * x;
+	float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+	p = p * x2 + -2.10102402082508e-06f;
+	p = p * x2 + -5.69250639462346e-05f;
+	p = p * x2 + -7.34990630326855e-04f;
+	p = p * x2 + -2.95459980854025e-03f;
+	p = p * x2 + -1.60960333262415e-02f;
+	p *= x;
+	float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+	q = q * x2 + -1.68282697438203e-03f;
+	q = q * x2 + -7.37332916720468e-03f;
+	q = q * x2 + -1.42647390514189e-02f;
+	return p / q;
+}
+
+/*
  * A fused activation (FusedConv, FusedGemm: passes/fuse_conv.c): applied to
  * a kernel's result while it is in cache, the same arithmetic as the
  * standalone operator's kernel (k_elementwise.c).
@@ -146,6 +172,7 @@ const char *taprt_gemm_name(void);
 enum {
 	TAPRT_ACT_NONE, TAPRT_ACT_RELU, TAPRT_ACT_CLIP, TAPRT_ACT_HARDSIGMOID,
 	TAPRT_ACT_HARDSWISH, TAPRT_ACT_LEAKYRELU,
+	TAPRT_ACT_GELU,                 /* (v * (erf(v / 1.41421354f) + 1)) * 0.5f, as torch exports it */
 };
 typedef struct {
 	int kind;
@@ -159,5 +186,8 @@ int taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a);
 /* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
 void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
     const taprt_act *a);
+/* The same with a bias per element (MatMul's bias along the last dim). */
+void taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
+    const float *restrict z, const taprt_act *a);
 
 #endif

@@ -105,37 +105,11 @@ UNARY(Sin, FLOAT_TYPES, sin(v))
 UNARY(Cos, FLOAT_TYPES, cos(v))
 UNARY(Not, BOOL_TYPES, !v)
 
-/*
- * erf for f32 without a libm call, so the loop vectorizes: GELU makes Erf a
- * quarter of a transformer's time with glibc's scalar erff.  Eigen's
- * rational approximation (odd numerator, even denominator in x^2) on
- * [-4, 4], where erf already rounds to +-1 in f32 outside; NaN passes
- * through the clamp unchanged.
- */
-static inline float
-erf_f32(float x)
-{
-	x = x < -4.f ? -4.f : x > 4.f ? 4.f : x;
-	float x2 = x * x;
-	float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-	p = p * x2 + -2.10102402082508e-06f;
-	p = p * x2 + -5.69250639462346e-05f;
-	p = p * x2 + -7.34990630326855e-04f;
-	p = p * x2 + -2.95459980854025e-03f;
-	p = p * x2 + -1.60960333262415e-02f;
-	p *= x;
-	float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-	q = q * x2 + -1.68282697438203e-03f;
-	q = q * x2 + -7.37332916720468e-03f;
-	q = q * x2 + -1.42647390514189e-02f;
-	return p / q;
-}
-
 void
 taprt_op_Erf(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	case TAPRT_F32: MAP(float, erf_f32(v))
+	case TAPRT_F32: MAP(float, taprt_erf_f32(v))
 	case TAPRT_F64: MAP(double, erf(v))
 	default:
 		break;

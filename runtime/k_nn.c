@@ -202,6 +202,37 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 	}
 }
 
+/*
+ * FusedMatMul: act(A @ B + bias + Z), the product by MatMul's kernel and
+ * the rest on each output row (bias along the last dim, Z shaped like Y).
+ */
+void
+taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *bias = taprt_input(n, 2), *z = taprt_input(n, 3);
+	taprt_tensor *y = n->out[0];
+	taprt_act act;
+	if (y->dtype != TAPRT_F32 || taprt_act_get(cx, n, &act) != 0) {
+		taprt_fail(cx, "node '%s' (FusedMatMul): expected f32 and a known activation",
+		    n->name);
+		return;
+	}
+	int64_t N = y->rank ? y->dims[y->rank - 1] : 1;
+	if ((bias && bias->numel != N) || (z && z->numel != y->numel)) {
+		taprt_fail(cx, "node '%s' (FusedMatMul): bias of %lld or residual of %lld elements"
+		    " do not fit the output's %lld", n->name, (long long)(bias ? bias->numel : 0),
+		    (long long)(z ? z->numel : 0), (long long)y->numel);
+		return;
+	}
+	taprt_op_MatMul(cx, n);
+	if (cx->error[0] || y->numel == 0)
+		return;
+	float *yd = y->data;
+	const float *bd = bias ? bias->data : NULL, *zd = z ? z->data : NULL;
+	for (int64_t r = 0; r < y->numel / N; r++)
+		taprt_epilogue_vec_f32(yd + r * N, N, bd, zd ? zd + r * N : NULL, &act);
+}
+
 /* y[M,N] = beta * c broadcast (scalar, [N], [1,N], [M,1], [M,N]). */
 #define FILL_C(E, T, s)                                                   \
 static void                                                               \
@@ -436,6 +467,8 @@ taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a)
 		a->kind = TAPRT_ACT_HARDSWISH;
 	else if (!strcmp(s, "LeakyRelu"))
 		*a = (taprt_act){TAPRT_ACT_LEAKYRELU, p && p->n > 0 ? p0 : 0.01f, 0};
+	else if (!strcmp(s, "Gelu"))
+		a->kind = TAPRT_ACT_GELU;
 	else
 		return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
 	return 0;
@@ -468,6 +501,34 @@ taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restri
 	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))
 	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v / 6 + 0.5f))
 	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)
+	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f)
+	default: EPI(v)
+	}
+#undef EPI
+}
+
+TAPRT_CLONES void
+taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
+    const float *restrict z, const taprt_act *a)
+{
+#define EPI(EXPR)                                                         \
+	for (int64_t i = 0; i < n; i++) {                                 \
+		float v = y[i];                                           \
+		if (bias)                                                 \
+			v += bias[i];                                     \
+		if (z)                                                    \
+			v += z[i];                                        \
+		y[i] = EXPR;                                              \
+	}                                                                 \
+	return;
+	const float lo = a->a, hi = a->b;
+	switch (a->kind) {
+	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)
+	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)
+	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))
+	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v / 6 + 0.5f))
+	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)
+	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f)
 	default: EPI(v)
 	}
 #undef EPI
