@@ -537,92 +537,184 @@ taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
 /* ----------------------------------------------------------------- Conv */
 
 /*
- * A depthwise 2-D plane (one input channel, one filter), strides 1 or 2,
- * dilation 1.  The plane is copied once into a zero-padded buffer (for
- * stride 2 as four phase planes: even/odd rows x even/odd columns), so
- * every tap reads one contiguous run: acc[i] += w * src[i + tap offset]
- * over the whole plane at the buffer's row pitch -- long loops that
- * vectorize even for 7x7 planes -- then the valid columns go to y.
- * `buf` holds dw_buf_floats(g) floats.
+ * Direct 2-D convolution for strides 1 and 2, dilation 1: a plane is
+ * copied once into a zero-padded buffer (for stride 2 as four phase
+ * planes: even/odd rows x even/odd columns), so that every tap reads one
+ * contiguous run: acc[i] += w * src[i + tap offset] over the whole plane at
+ * the buffer's row pitch -- long loops that vectorize even on 7x7 planes --
+ * and the valid columns of acc are the output.  Depthwise convolutions
+ * (one input channel per group) and small ones (few input channels and
+ * taps, where im2col and a GEMM call cost more than the arithmetic) run
+ * this way.
  */
-static int64_t
-dw_buf_floats(const geom *g)
+typedef struct {
+	int64_t hp, wp;                 /* the padded extent the output reads */
+	int64_t hq, wq;                 /* a phase plane's extent (stride 2) */
+	int64_t pitch, len;             /* acc's row pitch; acc elements used */
+	int64_t plane;                  /* floats of one padded plane (+ phases) */
+} dplan;
+
+static void
+dplan_get(const geom *g, dplan *d)
 {
-	int64_t hp = (g->out[1] - 1) * g->st[1] + g->k[1], wp = (g->out[2] - 1) * g->st[2] + g->k[2];
-	int64_t hq = (hp + 1) / 2 + 1, wq = (wp + 1) / 2 + 1;
-	return hp * wp + 4 * hq * wq + g->out[1] * (wp > 4 * wq ? wp : 4 * wq) + 64;
+	d->hp = (g->out[1] - 1) * g->st[1] + g->k[1];
+	d->wp = (g->out[2] - 1) * g->st[2] + g->k[2];
+	d->hq = (d->hp + 1) / 2 + 1;
+	d->wq = (d->wp + 1) / 2 + 1;
+	d->pitch = g->st[1] == 1 ? d->wp : d->wq;
+	d->len = (g->out[1] - 1) * d->pitch + g->out[2];
+	d->plane = g->st[1] == 1 ? d->hp * d->wp : 4 * d->hq * d->wq;
 }
 
 static bool
-dw_fast(const geom *g)
+direct_ok(const geom *g)
 {
 	return g->in[0] == 1 && g->k[0] == 1 && g->dil[1] == 1 && g->dil[2] == 1 &&
 	    (g->st[1] == 1 || g->st[1] == 2) && g->st[2] == g->st[1];
 }
 
+/* Pad plane x into buf (dplan's plane floats); src[0] (stride 1) or
+ * src[0..3] (stride 2, phase (a, b) at a * 2 + b: the padded plane's rows
+ * a, a+2, ... and columns b, b+2, ...) get the planes taps read. */
 TAPRT_CLONES static void
-dw_plane_f32(const float *restrict x, const float *restrict w, float *restrict y, const geom *g,
-    float b0, float *restrict buf)
+pad_plane_f32(const float *restrict x, const geom *g, const dplan *d, float *restrict buf,
+    const float **src)
 {
-	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
-	const int64_t KH = g->k[1], KW = g->k[2], S = g->st[1], PH = g->pb[1], PW = g->pb[2];
-	const int64_t HP = (OH - 1) * S + KH, WP = (OW - 1) * S + KW;
-	float *restrict xp = buf;
-	/* the padded plane: xp[r][c] = x[r - PH][c - PW], 0 outside */
-	for (int64_t r = 0; r < HP; r++) {
-		float *restrict row = xp + r * WP;
-		int64_t ih = r - PH;
-		if (ih < 0 || ih >= IH) {
-			for (int64_t c = 0; c < WP; c++)
-				row[c] = 0;
-			continue;
-		}
-		int64_t c0 = PW < WP ? PW : WP, c1 = PW + IW < WP ? PW + IW : WP;
-		for (int64_t c = 0; c < c0; c++)
-			row[c] = 0;
-		for (int64_t c = c0; c < c1; c++)
-			row[c] = x[ih * IW + c - PW];
-		for (int64_t c = c1; c < WP; c++)
-			row[c] = 0;
-	}
-	const float *src[4];
-	int64_t pitch;
-	float *restrict acc;
-	if (S == 1) {
-		src[0] = xp;
-		pitch = WP;
-		acc = xp + HP * WP;
-	} else {
-		/* phase (a, b): rows a, a+2, ..., columns b, b+2, ... */
-		int64_t hq = (HP + 1) / 2 + 1, wq = (WP + 1) / 2 + 1;
-		float *ph = xp + HP * WP;
-		for (int a = 0; a < 2; a++)
-			for (int b = 0; b < 2; b++) {
-				float *restrict q = ph + (a * 2 + b) * hq * wq;
-				for (int64_t r = 0; r < hq; r++)
-					for (int64_t c = 0; c < wq; c++) {
-						int64_t rr = 2 * r + a, cc = 2 * c + b;
-						q[r * wq + c] = rr < HP && cc < WP ? xp[rr * WP + cc] : 0;
-					}
-				src[a * 2 + b] = q;
+	const int64_t IH = g->in[1], IW = g->in[2], PH = g->pb[1], PW = g->pb[2];
+	const int s = (int)g->st[1];
+	const int64_t rows = s == 1 ? d->hp : d->hq, cols = s == 1 ? d->wp : d->wq;
+	for (int a = 0; a < s; a++)
+		for (int b = 0; b < s; b++) {
+			float *restrict q = buf + (a * s + b) * rows * cols;
+			src[a * s + b] = q;
+			/* column c reads input column s*c + b - PW: inside for c in [c0, c1) */
+			int64_t c0 = (PW - b + s - 1) / s, c1 = (IW + PW - b + s - 1) / s;
+			c0 = c0 < 0 ? 0 : c0 > cols ? cols : c0;
+			c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
+			for (int64_t r = 0; r < rows; r++) {
+				float *restrict row = q + r * cols;
+				int64_t ih = s * r + a - PH;
+				if (ih < 0 || ih >= IH) {
+					for (int64_t c = 0; c < cols; c++)
+						row[c] = 0;
+					continue;
+				}
+				const float *restrict xr = x + ih * IW + b - PW;
+				for (int64_t c = 0; c < c0; c++)
+					row[c] = 0;
+				if (s == 1)
+					for (int64_t c = c0; c < c1; c++)
+						row[c] = xr[c];
+				else
+					for (int64_t c = c0; c < c1; c++)
+						row[c] = xr[2 * c];
+				for (int64_t c = c1; c < cols; c++)
+					row[c] = 0;
 			}
-		pitch = wq;
-		acc = ph + 4 * hq * wq;
-	}
-	const int64_t len = (OH - 1) * pitch + OW;
-	for (int64_t i = 0; i < len; i++)
-		acc[i] = b0;
-	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++) {
-			const float wv = w[kh * KW + kw];
-			const float *restrict s0 = S == 1 ? src[0] + kh * pitch + kw :
-			    src[(kh & 1) * 2 + (kw & 1)] + (kh >> 1) * pitch + (kw >> 1);
-			for (int64_t i = 0; i < len; i++)
-				acc[i] += wv * s0[i];
 		}
+}
+
+/* The run tap (kh, kw) reads from the padded planes. */
+static inline const float *
+tap_src(const float **src, const geom *g, const dplan *d, int64_t kh, int64_t kw)
+{
+	return g->st[1] == 1 ? src[0] + kh * d->pitch + kw :
+	    src[(kh & 1) * 2 + (kw & 1)] + (kh >> 1) * d->pitch + (kw >> 1);
+}
+
+/* y's plane from acc: the valid columns, with bias, residual, activation. */
+static void
+unpad_f32(const float *acc, const geom *g, const dplan *d, float *y, float bias, const float *z,
+    const taprt_act *act)
+{
+	const int64_t OH = g->out[1], OW = g->out[2];
 	for (int64_t oh = 0; oh < OH; oh++)
-		for (int64_t ow = 0; ow < OW; ow++)
-			y[oh * OW + ow] = acc[oh * pitch + ow];
+		memcpy(y + oh * OW, acc + oh * d->pitch, sizeof *y * OW);
+	if (bias != 0 || z || act->kind != TAPRT_ACT_NONE)
+		taprt_epilogue_f32(y, OH * OW, bias, z, act);
+}
+
+/*
+ * The direct kernel proper: out[m][i] = sum over channels c and taps t of
+ * w[m][c][t] * plane_c[i + off(t)], for i in blocks of 16 (one AVX-512
+ * vector; two AVX2 or four SSE ones in the other clones) and up to 8
+ * filters at a time, so each loaded input vector feeds 8 accumulators held
+ * in registers.  planes holds Cg padded planes `stride` floats apart, with
+ * slack after the last one for the rounded-up blocks (whose extra columns
+ * are never output).
+ */
+typedef float v16f __attribute__((vector_size(64), aligned(4)));
+
+TAPRT_CLONES static void
+direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
+    int64_t ntaps, const float *restrict w, int64_t Cg, int64_t Mg, float *restrict out,
+    int64_t lenr)
+{
+	if (Mg == 1) { /* depthwise: one accumulator, the taps' loads are the cost */
+		for (int64_t i0 = 0; i0 < lenr; i0 += 16) {
+			v16f acc = {0};
+			for (int64_t c = 0; c < Cg; c++)
+				for (int64_t t = 0; t < ntaps; t++)
+					acc += w[c * ntaps + t] * *(const v16f *)(planes + c * stride + off[t] + i0);
+			*(v16f *)(out + i0) = acc;
+		}
+		return;
+	}
+	for (int64_t m0 = 0; m0 < Mg; m0 += 8) {
+		int mb = Mg - m0 < 8 ? (int)(Mg - m0) : 8;
+		for (int64_t i0 = 0; i0 < lenr; i0 += 16) {
+			v16f acc[8] = {{0}};
+			for (int64_t c = 0; c < Cg; c++) {
+				const float *pc = planes + c * stride + i0;
+				const float *wc = w + (m0 * Cg + c) * ntaps;
+				for (int64_t t = 0; t < ntaps; t++) {
+					v16f v = *(const v16f *)(pc + off[t]);
+					for (int mm = 0; mm < 8; mm++)
+						if (mm < mb)
+							acc[mm] += wc[mm * Cg * ntaps + t] * v;
+				}
+			}
+			for (int mm = 0; mm < mb; mm++)
+				*(v16f *)(out + (m0 + mm) * lenr + i0) = acc[mm];
+		}
+	}
+}
+
+/* One image's group of a direct Conv: Mg filters over Cg channels; buf
+ * holds direct_buf_floats(). */
+static int64_t
+direct_lenr(const dplan *d)
+{
+	return (d->len + 15) & ~(int64_t)15;
+}
+
+static int64_t
+direct_buf_floats(const dplan *d, int64_t Cg, int64_t Mg)
+{
+	return Cg * d->plane + 64 + Mg * direct_lenr(d) + 16;
+}
+
+static void
+direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
+    int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act)
+{
+	const int64_t KH = g->k[1], KW = g->k[2], KK = KH * KW, P = g->osz;
+	const int64_t lenr = direct_lenr(d);
+	float *planes = buf, *acc = buf + Cg * d->plane + 64;
+	int64_t off[64];
+	const float *src[4];
+	/* the taps' offsets, from channel 0's plane: the same in every plane */
+	const float *other[4];
+	for (int64_t c = Cg - 1; c >= 0; c--)
+		pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, c ? other : src);
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++)
+			off[kh * KW + kw] = tap_src(src, g, d, kh, kw) - planes;
+	for (int64_t i = Cg * d->plane; i < Cg * d->plane + 64; i++)
+		planes[i] = 0;
+	direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr);
+	for (int64_t m = 0; m < Mg; m++)
+		unpad_f32(acc + m * lenr, g, d, y + m * P, bias ? bias[m] : 0, z ? z + m * P : NULL, act);
 }
 
 /* The same, any stride and dilation: each output row accumulates its taps'
@@ -667,18 +759,31 @@ conv_f32(const float *x, const float *w, const float *bias, const float *z, floa
 	int64_t Cg = C / G, Mg = M / G;
 	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->osz;
 	bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
-	if (Cg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
-		float *buf = NULL;
-		if (dw_fast(g) && !(buf = taprt_scratch(dw_buf_floats(g) * (int64_t)sizeof(float))))
+	/* direct: depthwise, or few enough channels and taps that im2col and
+	 * the GEMM call cost more than the arithmetic (measured on the cnn,
+	 * resnet and unet fixtures' 3..32-channel 3x3 convolutions) */
+	dplan d;
+	dplan_get(g, &d);
+	if (direct_ok(g) && KK > 1 && KK <= 64 && Cg * d.plane <= 65536 &&
+	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000)) {
+		float *buf = taprt_scratch(direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float));
+		if (!buf)
 			return -1;
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t gi = 0; gi < G; gi++) {
+				int64_t o = (b * M + gi * Mg) * P;
+				direct_group_f32(x + (b * C + gi * Cg) * g->isz, w + gi * Mg * Cg * KK,
+				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf,
+				    act);
+			}
+		return 0;
+	}
+	if (Cg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
 		for (int64_t b = 0; b < N; b++)
 			for (int64_t m = 0; m < M; m++) {
 				float *yp = y + (b * M + m) * P;
-				const float *xp = x + (b * C + m / Mg) * g->isz;
-				if (buf)
-					dw_plane_f32(xp, w + m * KK, yp, g, bias ? bias[m] : 0, buf);
-				else
-					dw_plane_any_f32(xp, w + m * KK, yp, g, bias ? bias[m] : 0);
+				dw_plane_any_f32(x + (b * C + m / Mg) * g->isz, w + m * KK, yp, g,
+				    bias ? bias[m] : 0);
 				if (z || act->kind != TAPRT_ACT_NONE)
 					taprt_epilogue_f32(yp, P, 0, z ? z + (b * M + m) * P : NULL, act);
 			}
