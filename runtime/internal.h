@@ -183,6 +183,20 @@ typedef struct {
  * after taprt_fail on an unknown name. */
 int taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a);
 
+/*
+ * The runtime's convolution library (conv_dnnl.c): a 2-D f32 Conv,
+ * y = act(conv(x, w) + b + z), on oneDNN when the build has it and its
+ * kernels suit the shape.  Returns 1 when done, 0 when declined (the
+ * caller computes it), -1 after taprt_fail.  taprt_conv_threads sets its
+ * threads per rank.
+ */
+typedef struct {
+	int64_t N, C, H, W, M, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL;
+} taprt_conv2d;
+int taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
+    const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act);
+void taprt_conv_threads(int n);
+
 /* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
 void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
     const taprt_act *a);

@@ -753,8 +753,9 @@ dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float 
  * after its GEMM, while they are in cache.
  */
 static int
-conv_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
-    int64_t N, int64_t C, int64_t M, int64_t G, const geom *g, const taprt_act *act)
+conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, const float *bias,
+    const float *z, float *y, int64_t N, int64_t C, int64_t M, int64_t G, const geom *g,
+    const taprt_act *act)
 {
 	int64_t Cg = C / G, Mg = M / G;
 	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->osz;
@@ -788,6 +789,15 @@ conv_f32(const float *x, const float *w, const float *bias, const float *z, floa
 					taprt_epilogue_f32(yp, P, 0, z ? z + (b * M + m) * P : NULL, act);
 			}
 		return 0;
+	}
+	/* GEMM-sized 2-D convolutions: oneDNN's kernels when the build has
+	 * them (conv_dnnl.c), else im2col + GEMM below */
+	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 && M * C * KK * P * N >= (int64_t)1 << 21) {
+		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
+			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		int rc = taprt_conv_dnnl(cx, n, x, w, bias, z, y, &c2, act);
+		if (rc)
+			return rc > 0 ? 0 : -2;
 	}
 	bool direct = KK == 1 && g->isz == P;
 	for (int d = 0; d < 3; d++)
@@ -880,8 +890,8 @@ conv_op(taprt_ctx *cx, const taprt_node *n, const char *op, bool fused)
 	int rc;
 	switch (y->dtype) {
 	case TAPRT_F32:
-		rc = conv_f32(x->data, w->data, b ? b->data : NULL, z ? z->data : NULL, y->data,
-		    x->dims[0], C, M, G, &g, &act);
+		rc = conv_f32(cx, n, x->data, w->data, b ? b->data : NULL, z ? z->data : NULL,
+		    y->data, x->dims[0], C, M, G, &g, &act);
 		break;
 	case TAPRT_F64:
 		rc = conv_f64(x->data, w->data, b ? b->data : NULL, y->data,
@@ -891,7 +901,7 @@ conv_op(taprt_ctx *cx, const taprt_node *n, const char *op, bool fused)
 		unsupported(cx, n, op, y->dtype);
 		return;
 	}
-	if (rc)
+	if (rc == -1)
 		taprt_fail(cx, "node '%s' (%s): out of memory for the im2col buffer",
 		    n->name, op);
 }

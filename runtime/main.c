@@ -425,6 +425,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		}
 
 	taprt_gemm_threads(o.threads);
+	taprt_conv_threads(o.threads);
 	if (p->nranks > 1)
 		world = taprt_threads_world(p->nranks);
 	for (int r = 0; r < p->nranks; r++) {

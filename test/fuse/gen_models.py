@@ -13,6 +13,8 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
              5x5/s2 (+BN+HardSwish), Conv+Clip (bounds as inputs),
              Conv+HardSigmoid, Conv+LeakyRelu, a 1x1 Conv, a BN not folded
              because a second node reads its Conv's output; opset 14
+    bigconvs convolutions big enough for oneDNN (3x3/1 Winograd, 3x3/2,
+             1x1) with BN, residual, Relu, HardSwish, Clip; opset 14
     xformer  decomposed LayerNorm, MatMul+bias, MatMul+bias+erf GELU,
              MatMul+bias+residual, MatMul+Relu, attention scores scaled by
              Mul and masked by Where(-inf), scaled by Div with an additive
@@ -86,6 +88,21 @@ def convs(d):
     return {'x': rng.normal(size=(2, 3, 12, 12)).astype(np.float32)}
 
 
+def bigconvs(d):
+    """Convolutions big enough for oneDNN (runtime/conv_dnnl.c): 3x3 stride
+    1 (Winograd), stride 2, 1x1, with BN, residual and activations."""
+    g = G()
+    x = g.op('Relu', [g.bn(g.conv('x', 8, 32, 3), 32)])
+    y = g.bn(g.conv(x, 32, 32, 3, bias=False), 32)
+    x = g.op('Relu', [g.op('Add', [y, x])])
+    x = g.op('HardSwish', [g.conv(x, 32, 48, 3, stride=2)])
+    x = g.op('Clip', [g.conv(x, 48, 64, 1), g.w(np.float32(0.0)), g.w(np.float32(6.0))])
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 48, 48])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 64, 24, 24])], 14)
+    return {'x': rng.normal(size=(2, 8, 48, 48)).astype(np.float32)}
+
+
 def xformer(d):
     B, T, C, H = 2, 8, 16, 2
     g = G()
@@ -135,7 +152,7 @@ def xformer(d):
 
 def main():
     out = sys.argv[1]
-    for name, fn in [('convs', convs), ('xformer', xformer)]:
+    for name, fn in [('convs', convs), ('bigconvs', bigconvs), ('xformer', xformer)]:
         d = os.path.join(out, name)
         os.makedirs(os.path.join(d, 'data'), exist_ok=True)
         for i, (n, arr) in enumerate(fn(d).items()):
