@@ -32,6 +32,9 @@
 #include <string.h>
 
 #include "runtime/internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* cblas's enums and prototypes, so that no BLAS header is needed to build */
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
@@ -81,6 +84,12 @@ lib_load(void)
 		setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1);
 	else
 		unsetenv("OPENBLAS_CORETYPE");
+	/* and no thread pool of its own: products are split across the
+	 * rank's OpenMP threads (taprt_sgemm), so that two runtimes' idle
+	 * threads never spin against each other on the same cores */
+	const char *nt = getenv("OPENBLAS_NUM_THREADS");
+	char *saved_nt = nt ? strdup(nt) : NULL;
+	setenv("OPENBLAS_NUM_THREADS", "1", 1);
 	void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
@@ -88,7 +97,12 @@ lib_load(void)
 		setenv("OPENBLAS_CORETYPE", saved, 1);
 	else
 		unsetenv("OPENBLAS_CORETYPE");
+	if (saved_nt)
+		setenv("OPENBLAS_NUM_THREADS", saved_nt, 1);
+	else
+		unsetenv("OPENBLAS_NUM_THREADS");
 	free(saved);
+	free(saved_nt);
 	if (!h)
 		return;
 	sgemm_fn s = (sgemm_fn)dlsym(h, "cblas_sgemm");
@@ -103,7 +117,7 @@ lib_load(void)
 	char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
 	snprintf(lib.name, sizeof lib.name, "OpenBLAS %s", corename ? corename() : "");
 	if (lib.set_threads)
-		lib.set_threads(lib_threads);
+		lib.set_threads(1);
 }
 
 static void
@@ -117,8 +131,6 @@ taprt_gemm_threads(int n)
 {
 	lib_threads = n > 0 ? n : 1;
 	lib_init();
-	if (lib.set_threads)
-		lib.set_threads(lib_threads);
 }
 
 const char *
@@ -161,6 +173,21 @@ PORTABLE(float, s)
 PORTABLE(double, d)
 #undef PORTABLE
 
+/* One thread's share of c: rows [i0, i1) and columns [j0, j1). */
+static void
+sgemm_part(bool ta, bool tb, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K,
+    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+    int64_t ldc)
+{
+	const float *ap = ta ? a + i0 : a + i0 * lda, *bp = tb ? b + j0 * ldb : b + j0;
+	float *cp = c + i0 * ldc + j0;
+	if (lib.sgemm && K > 0)
+		lib.sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)(i1 - i0),
+		    (int)(j1 - j0), (int)K, alpha, ap, (int)lda, bp, (int)ldb, beta, cp, (int)ldc);
+	else
+		portable_s(ta, tb, i1 - i0, j1 - j0, K, alpha, ap, lda, bp, ldb, beta, cp, ldc);
+}
+
 void
 taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
@@ -168,6 +195,26 @@ taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 	if (M <= 0 || N <= 0)
 		return;
 	lib_init();
+#ifdef _OPENMP
+	/* the rank's threads split c by rows (by columns when it is short),
+	 * in blocks of 16 so the kernels' tiles stay whole */
+	int t = omp_in_parallel() ? 1 : omp_get_max_threads();
+	if (t > 1 && M * N * (K > 0 ? K : 1) >= (int64_t)1 << 21) {
+		bool rows = M >= N || M >= 64 * t;
+		int64_t len = rows ? M : N, per = ((len + t - 1) / t + 15) & ~(int64_t)15;
+		#pragma omp parallel for num_threads(t) schedule(static, 1)
+		for (int i = 0; i < t; i++) {
+			int64_t lo = i * per, hi = lo + per < len ? lo + per : len;
+			if (lo >= hi)
+				continue;
+			if (rows)
+				sgemm_part(ta, tb, lo, hi, 0, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+			else
+				sgemm_part(ta, tb, 0, M, lo, hi, K, alpha, a, lda, b, ldb, beta, c, ldc);
+		}
+		return;
+	}
+#endif
 	if (lib.sgemm && K > 0)
 		lib.sgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N,
 		    (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);

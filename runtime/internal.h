@@ -87,6 +87,15 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
 #define TAPRT_CLONES
 #endif
 
+/*
+ * Intra-op threads (--threads N): the kernels' loops over rows, planes or
+ * chunks are OpenMP loops (`#pragma omp parallel for if (TAPRT_PAR(work))`)
+ * on the rank thread's team of N (taprt_main sets it per rank thread);
+ * below TAPRT_PAR_MIN elements of work a loop stays on one thread.
+ */
+#define TAPRT_PAR_MIN 32768
+#define TAPRT_PAR(work) ((int64_t)(work) >= TAPRT_PAR_MIN)
+
 /* A TensorProto file's contents (pbio.c). */
 typedef struct {
 	char name[256];

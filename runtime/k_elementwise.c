@@ -66,6 +66,7 @@ copy_tensor(taprt_tensor *y, const taprt_tensor *x)
 		const T *x_ = n->in[0]->data;                                \
 		T *y_ = n->out[0]->data;                                     \
 		int64_t n_ = n->out[0]->numel;                               \
+		_Pragma("omp parallel for if (TAPRT_PAR(n_)) schedule(static)") \
 		for (int64_t i_ = 0; i_ < n_; i_++) {                        \
 			T v = x_[i_];                                        \
 			y_[i_] = (T)(EXPR);                                  \
@@ -520,6 +521,28 @@ bcast_run(const taprt_tensor *out, int nx, const taprt_tensor *const *x, rowfn *
 	int64_t len = dim[r - 1];
 	size_t ystep = (size_t)len * (size_t)taprt_dtype_size(out->dtype);
 	char *y = out->data;
+	if (TAPRT_PAR(out->numel)) {
+		/* threads: chunks of one long row, or rows found from their index */
+		int64_t rows = out->numel / len, ye = taprt_dtype_size(out->dtype);
+		int64_t xe[3];
+		for (int k = 0; k < nx; k++)
+			xe[k] = taprt_dtype_size(x[k]->dtype);
+		int64_t chunk = rows == 1 ? 4096 : len, pieces = rows == 1 ? (len + 4095) / 4096 : rows;
+		#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < pieces; i++) {
+			const char *q[3];
+			int64_t lo = rows == 1 ? i * chunk : 0, n = rows == 1 ? (len - lo < chunk ? len - lo : chunk) : len;
+			for (int k = 0; k < nx; k++) {
+				q[k] = p[k] + lo * in[k] * xe[k];
+				for (int64_t d = r - 2, rr = i; rows > 1 && d >= 0; d--) {
+					q[k] += rr % dim[d] * step[k][d];
+					rr /= dim[d];
+				}
+			}
+			f((char *)y + (rows == 1 ? lo : i * len) * ye, q, in, n, arg);
+		}
+		return;
+	}
 	for (;;) {
 		f(y, p, in, len, arg);
 		y += ystep;

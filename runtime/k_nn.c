@@ -174,6 +174,22 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 	case TAPRT_F32: {
 		const float *ad = a->data, *bd = b->data;
 		float *yd = y->data;
+		/* attention's per-head products: too small for the library to
+		 * thread, so the batch is split across the rank's threads */
+		if (batch > 1 && M * N * K <= (1 << 22) && TAPRT_PAR(batch * M * N)) {
+			#pragma omp parallel for schedule(static)
+			for (int64_t i = 0; i < batch; i++) {
+				int64_t ix[TAPRT_MAX_RANK], r = i, pa = 0, pb = 0;
+				for (int d = nb - 1; d >= 0; d--) {
+					ix[d] = r % y->dims[d];
+					r /= y->dims[d];
+					pa += ix[d] * sa[d];
+					pb += ix[d] * sb[d];
+				}
+				sgemm_nn(M, N, K, ad + pa, K, bd + pb, N, yd + i * mn, N);
+			}
+			break;
+		}
 		for (int64_t i = 0; i < batch; i++) {
 			sgemm_nn(M, N, K, ad + oa, K, bd + ob, N, yd + i * mn, N);
 			next_index(nb, y->dims, idx, sa, &oa, sb, &ob);
@@ -229,7 +245,9 @@ taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
 		return;
 	float *yd = y->data;
 	const float *bd = bias ? bias->data : NULL, *zd = z ? z->data : NULL;
-	for (int64_t r = 0; r < y->numel / N; r++)
+	int64_t rows = y->numel / N;
+	#pragma omp parallel for if (TAPRT_PAR(y->numel)) schedule(static)
+	for (int64_t r = 0; r < rows; r++)
 		taprt_epilogue_vec_f32(yd + r * N, N, bd, zd ? zd + r * N : NULL, &act);
 }
 
@@ -767,17 +785,20 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	dplan_get(g, &d);
 	if (direct_ok(g) && KK > 1 && KK <= 64 && Cg * d.plane <= 65536 &&
 	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000)) {
-		float *buf = taprt_scratch(direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float));
-		if (!buf)
-			return -1;
-		for (int64_t b = 0; b < N; b++)
-			for (int64_t gi = 0; gi < G; gi++) {
-				int64_t o = (b * M + gi * Mg) * P;
-				direct_group_f32(x + (b * C + gi * Cg) * g->isz, w + gi * Mg * Cg * KK,
-				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf,
-				    act);
+		int failed = 0;
+		/* groups (and images) in parallel, each thread with its scratch */
+		#pragma omp parallel for if (TAPRT_PAR(N * M * P) && N * G > 1) schedule(static)
+		for (int64_t bg = 0; bg < N * G; bg++) {
+			int64_t b = bg / G, gi = bg % G, o = (b * M + gi * Mg) * P;
+			float *buf = taprt_scratch(direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float));
+			if (!buf) {
+				failed = 1;
+				continue;
 			}
-		return 0;
+			direct_group_f32(x + (b * C + gi * Cg) * g->isz, w + gi * Mg * Cg * KK,
+			    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf, act);
+		}
+		return failed ? -1 : 0;
 	}
 	if (Cg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
 		for (int64_t b = 0; b < N; b++)
@@ -813,10 +834,12 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 				im2col_f32(xg, Cg, g, col);
 			sgemm_nn(Mg, P, Cg * KK, w + gi * Mg * Cg * KK, Cg * KK, direct ? xg : col, P,
 			    yg, P);
-			if (epi)
+			if (epi) {
+				#pragma omp parallel for if (TAPRT_PAR(Mg * P)) schedule(static)
 				for (int64_t m = 0; m < Mg; m++)
 					taprt_epilogue_f32(yg + m * P, P, bias ? bias[gi * Mg + m] : 0,
 					    z ? z + (b * M + gi * Mg + m) * P : NULL, act);
+			}
 		}
 	return 0;
 }
@@ -1190,12 +1213,12 @@ maxpool2d_padded(const geom *g)
 }
 
 TAPRT_CLONES static void
-maxpool2d_f32(const float *restrict x, float *restrict y, const geom *g)
+maxpool2d_plane_f32(const float *restrict x, float *restrict y, const geom *g)
 {
 	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
 	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
 	const int64_t PH = g->pb[1], PW = g->pb[2];
-	for (int64_t p = 0; p < g->planes; p++, x += IH * IW)
+	{
 		for (int64_t oh = 0; oh < OH; oh++, y += OW) {
 			for (int64_t ow = 0; ow < OW; ow++)
 				y[ow] = -INFINITY;
@@ -1215,6 +1238,15 @@ maxpool2d_f32(const float *restrict x, float *restrict y, const geom *g)
 				}
 			}
 		}
+	}
+}
+
+static void
+maxpool2d_f32(const float *x, float *y, const geom *g)
+{
+	#pragma omp parallel for if (TAPRT_PAR(g->planes * g->isz)) schedule(static)
+	for (int64_t p = 0; p < g->planes; p++)
+		maxpool2d_plane_f32(x + p * g->isz, y + p * g->osz, g);
 }
 
 /*
@@ -1368,10 +1400,12 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 static void                                                               \
 gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
 {                                                                         \
-	for (int64_t p = 0; p < planes; p++, x += sz) {                   \
+	_Pragma("omp parallel for if (TAPRT_PAR(planes * sz)) schedule(static)") \
+	for (int64_t p = 0; p < planes; p++) {                            \
+		const T *xp = x + p * sz;                                 \
 		T sum = 0;                                                \
 		for (int64_t i = 0; i < sz; i++)                          \
-			sum += x[i];                                      \
+			sum += xp[i];                                     \
 		y[p] = sum / (T)sz;                                       \
 	}                                                                 \
 }                                                                         \

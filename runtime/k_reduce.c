@@ -499,6 +499,7 @@ softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
 	if (X->dtype == TAPRT_F32 && inner == 1) {
 		const float *x = X->data;
 		float *y = n->out[0]->data;
+		#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
 		for (int64_t o = 0; o < outer; o++)
 			softmax_row_f32(x + o * len, y + o * len, len, logsm);
 		return;
@@ -545,37 +546,37 @@ taprt_op_FusedSoftmax(taprt_ctx *cx, const taprt_node *n)
 		return;
 	}
 	int64_t len = X->dims[r - 1], rows = len ? X->numel / len : 0;
-	int64_t sm[TAPRT_MAX_RANK] = {0}, idx[TAPRT_MAX_RANK] = {0}, mo = 0;
+	int64_t sm[TAPRT_MAX_RANK] = {0};
 	if (M)
 		taprt_bcast_strides(M, X, sm);
-	const float *x = X->data;
-	float *y = Y->data;
-	for (int64_t o = 0; o < rows; o++, x += len, y += len) {
+	const float *xd = X->data;
+	float *yd = Y->data;
+	#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
+	for (int64_t o = 0; o < rows; o++) {
+		const float *x = xd + o * len;
+		float *y = yd + o * len;
+		/* the mask's offset for row o: its index over the outer dims */
+		int64_t mo = 0, q = o;
+		for (int d = r - 2; d >= 0; d--) {
+			mo += q % X->dims[d] * sm[d];
+			q /= X->dims[d];
+		}
+		int64_t s = sm[r - 1];
 		if (!M)
 			for (int64_t i = 0; i < len; i++)
 				y[i] = divide ? x[i] / scale : x[i] * scale;
 		else if (M->dtype == TAPRT_F32) {
 			const float *m = (const float *)M->data + mo;
-			int64_t s = sm[r - 1];
 			for (int64_t i = 0; i < len; i++)
 				y[i] = (divide ? x[i] / scale : x[i] * scale) + m[i * s];
 		} else {
 			const uint8_t *m = (const uint8_t *)M->data + mo;
-			int64_t s = sm[r - 1];
 			for (int64_t i = 0; i < len; i++) {
 				float v = divide ? x[i] / scale : x[i] * scale;
 				y[i] = m[i * s] ? fill : v;
 			}
 		}
 		softmax_row_f32(y, y, len, false);
-		/* the next row's mask offset: step the index over the outer dims */
-		for (int d = r - 2; d >= 0; d--) {
-			mo += sm[d];
-			if (++idx[d] < X->dims[d])
-				break;
-			mo -= sm[d] * X->dims[d];
-			idx[d] = 0;
-		}
 	}
 }
 
@@ -670,10 +671,13 @@ taprt_op_LayerNormalization(taprt_ctx *cx, const taprt_node *n)
 		layernorm_generic(X, S, B, Y, M, IS, outer, len, eps);
 		return;
 	}
-	const float *x = X->data, *s = S->data, *b = B ? B->data : NULL;
-	float *y = Y->data;
+	const float *xd = X->data, *s = S->data, *b = B ? B->data : NULL;
+	float *yd = Y->data;
 	float rlen = 1.0f / (float)len;
-	for (int64_t o = 0; o < outer; o++, x += len, y += len) {
+	#pragma omp parallel for if (TAPRT_PAR(outer * len)) schedule(static)
+	for (int64_t o = 0; o < outer; o++) {
+		const float *x = xd + o * len;
+		float *y = yd + o * len;
 		float mean = sum_f32(x, len) * rlen;
 		float var = sumsq_f32(x, len, mean) * rlen;
 		float inv = 1.0f / sqrtf(var + (float)eps);

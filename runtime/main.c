@@ -29,6 +29,9 @@
 #include <unistd.h>
 
 #include "runtime/internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 typedef struct {
 	const char *check, *inputs, *outputs, *backend, *model;
@@ -46,6 +49,7 @@ typedef struct {
 	const int *ids;                 /* 0..nranks-1: TP groups point into it */
 	void **in, **out;               /* out: this rank's output buffers */
 	long iters, warmup;
+	int threads;                    /* intra-op threads of this rank */
 	double ms;
 	char error[300];
 } RankArg;
@@ -94,6 +98,10 @@ rank_main(void *arg)
 		.tp_rank = a->rank % a->tp, .tp_group = {a->tp, a->ids + base},
 		.stage = a->rank / a->tp % a->pp, .dp_rank = a->rank / (a->tp * a->pp)};
 	cx.comm = a->world ? taprt_threads_rank(a->world, a->rank) : NULL;
+	cx.intra_threads = a->threads;
+#ifdef _OPENMP
+	omp_set_num_threads(a->threads); /* this rank thread's team */
+#endif
 	cx.arena = aligned(rp->arena_bytes);
 	cx.weights = aligned(rp->weight_bytes);
 	cx.inputs = a->in;
@@ -431,7 +439,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	for (int r = 0; r < p->nranks; r++) {
 		args[r] = (RankArg){.p = &fp, .be = be, .world = world, .rank = r, .tp = tp,
 			.pp = pp, .ids = ids, .in = in, .out = r % tp == 0 ? out : priv[r],
-			.iters = o.bench ? o.bench : 1, .warmup = o.bench ? o.warmup : 0};
+			.iters = o.bench ? o.bench : 1, .warmup = o.bench ? o.warmup : 0,
+			.threads = o.threads > 0 ? o.threads : 1};
 		if (p->nranks == 1)
 			rank_main(&args[r]);
 		else if (pthread_create(&th[r], NULL, rank_main, &args[r]) != 0) {
