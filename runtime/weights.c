@@ -150,6 +150,21 @@ check_slice(taprt_ctx *cx, int i, const taprt_weight *w, int64_t es, int64_t *ou
 	return 0;
 }
 
+/*
+ * After a whole weight is copied, give its source pages back: the file
+ * stays mapped (other ranks may still read it, and would fault the pages
+ * in again), but the process no longer holds the model twice, which would
+ * double the peak RSS of a big model.  Only whole pages inside the range.
+ */
+static void
+release(const uint8_t *src, int64_t bytes)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)src;
+	uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + (uintptr_t)bytes) & ~(pg - 1);
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 int
 taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 {
@@ -176,6 +191,7 @@ taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 				    i, (long long)local, (long long)full);
 			if (full > 0)
 				memcpy(t->data, src, (size_t)full);
+			release(src, full);
 			continue;
 		}
 		/* the full tensor is [outer, blocks, parts, chunk, inner]; we take
