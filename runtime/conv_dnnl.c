@@ -38,7 +38,9 @@ taprt_conv_threads(int n)
 
 typedef struct Prim {
 	const void *key;                /* the node */
-	const float *w;                 /* its weights when made; NULL: declined */
+	const float *w, *b;             /* its weights and bias */
+	taprt_conv2d c;                 /* its shape: a key only matches all three */
+	bool declined;                  /* oneDNN has no kernel worth using */
 	dnnl_primitive_t prim;          /* the convolution */
 	dnnl_primitive_t rsrc, rdst;    /* NCHW -> its source layout, its result -> NCHW */
 	dnnl_memory_t usrc, udst;       /* the NCHW tensors (handles set per call) */
@@ -165,15 +167,18 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 {
 	pthread_mutex_lock(&cache_lock);
 	Prim *p = cache[hash(n)];
-	while (p && p->key != n)
+	while (p && (p->key != n || p->w != w || p->b != b || memcmp(&p->c, c, sizeof *c) != 0))
 		p = p->next;
 	pthread_mutex_unlock(&cache_lock);
 	if (p)
-		return p->w == w ? p : NULL;
+		return p->declined ? NULL : p;
 	dnnl_stream_t s = stream();
 	if (!s || !(p = calloc(1, sizeof *p)))
 		return NULL;
 	p->key = n;
+	p->w = w;
+	p->b = b;
+	p->c = *c;
 	dnnl_dims_t sd = {c->N, c->C, c->H, c->W}, wd = {c->M, c->C, c->KH, c->KW};
 	dnnl_dims_t dd = {c->N, c->M, c->OH, c->OW}, bd = {c->M};
 	dnnl_memory_desc_t usmd, udmd, uwmd, bmd;
@@ -216,7 +221,6 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	}
 	dnnl_memory_destroy(uw);
 	dnnl_primitive_desc_destroy(pd);
-	p->w = w;
 	prim_put(p);
 	return p;
 fail:
@@ -234,8 +238,8 @@ fail:
 	for (int i = 0; i < 6; i++)
 		if (mems[i])
 			dnnl_memory_destroy(mems[i]);
-	memset(p, 0, sizeof *p);        /* remembered as declined */
-	p->key = n;
+	Prim keep = {.key = n, .w = w, .b = b, .c = *c, .declined = true};
+	*p = keep;                      /* remembered as declined */
 	prim_put(p);
 	return NULL;
 }
@@ -248,7 +252,7 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 	if (!engine || getenv("TAPRT_NO_DNNL"))
 		return 0;
 	Prim *p = prim_get(n, w, b, c);
-	if (!p || !p->prim)
+	if (!p)
 		return 0;
 	char *buf = taprt_scratch((int64_t)(p->src_bytes + p->dst_bytes) + 64);
 	if (!buf)
