@@ -324,6 +324,12 @@ gather_nearest(const taprt_tensor *x, taprt_tensor *y, axis_taps *ax, int64_t *c
 		}
 		const int64_t *lo = off[r - 1];
 		const unsigned char *lb = ax[r - 1].oob;
+		if (es == 4 && !oob && !ax[r - 1].any_oob) { /* f32 and friends: a plain gather */
+			const uint32_t *xw = (const uint32_t *)xs + base;
+			uint32_t *yw = (uint32_t *)yp;
+			for (int64_t j = 0; j < last; j++)
+				yw[j] = xw[lo[j]];
+		} else
 		switch (es) {
 #define GATHER(T)                                                                 \
 		for (int64_t j = 0; j < last; j++)                                \

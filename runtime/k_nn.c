@@ -1172,12 +1172,41 @@ pool2d_simple(const geom *g)
 	return true;
 }
 
+/* The 2x2 stride-2 window (UNet's, ResNet-style downsampling): one output
+ * row from two input rows, with no per-tap loop; the same order of
+ * operations as the general loop below. */
+TAPRT_CLONES static void
+pool2x2_plane_f32(const float *restrict x, float *restrict y, int64_t IW, int64_t OH,
+    int64_t OW, bool avg)
+{
+	for (int64_t oh = 0; oh < OH; oh++, y += OW) {
+		const float *r0 = x + 2 * oh * IW, *r1 = r0 + IW;
+		if (avg)
+			for (int64_t ow = 0; ow < OW; ow++)
+				y[ow] = (((0 + r0[2 * ow]) + r0[2 * ow + 1]) + r1[2 * ow] + r1[2 * ow + 1]) / 4.0f;
+		else
+			for (int64_t ow = 0; ow < OW; ow++) {
+				float m = r0[2 * ow];
+				m = r0[2 * ow + 1] > m ? r0[2 * ow + 1] : m;
+				m = r1[2 * ow] > m ? r1[2 * ow] : m;
+				m = r1[2 * ow + 1] > m ? r1[2 * ow + 1] : m;
+				y[ow] = m;
+			}
+	}
+}
+
 static void
 pool2d_f32(const float *x, float *y, const geom *g, bool avg)
 {
 	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
 	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
 	const float count = (float)(KH * KW);
+	if (KH == 2 && KW == 2 && SH == 2 && SW == 2) {
+		#pragma omp parallel for if (TAPRT_PAR(g->planes * IH * IW)) schedule(static)
+		for (int64_t p = 0; p < g->planes; p++)
+			pool2x2_plane_f32(x + p * IH * IW, y + p * OH * OW, IW, OH, OW, avg);
+		return;
+	}
 	for (int64_t p = 0; p < g->planes; p++, x += IH * IW)
 		for (int64_t oh = 0; oh < OH; oh++)
 			for (int64_t ow = 0; ow < OW; ow++) {
