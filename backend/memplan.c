@@ -86,6 +86,23 @@ emit_is_view(Graph *g, NodeId id)
 	switch (n->op) {
 	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
 		break;
+	case OP_Pad: {
+		/* all pads known to be zero (torch's AvgPool2d export): a copy */
+		const Attr *a = ir_attr(g, id, "pads");
+		const int64_t *p = a && a->type == ATTR_INTS ? a->is : NULL;
+		int64_t np = a && a->type == ATTR_INTS ? a->n : 0;
+		if (!a && n->nin > 1 && n->in[1] != IR_NONE && g->tensors[n->in[1]].dtype == DT_I64 &&
+		    g->tensors[n->in[1]].rank >= 0) {
+			p = ir_value(g, n->in[1]);
+			np = ir_numel(&g->tensors[n->in[1]]);
+		}
+		if (!p || (n->nin > 3 && n->in[3] != IR_NONE)) /* no pads, or axes */
+			return false;
+		for (int64_t i = 0; i < np; i++)
+			if (p[i] != 0)
+				return false;
+		break;
+	}
 	default:
 		return false;
 	}
