@@ -273,6 +273,54 @@ test_gemm(void)
 		}
 }
 
+/* One-row and one-column products (the library's gemv), every transpose,
+ * with alpha and beta: a classifier's [1,K] @ W^T and its transpose. */
+static void
+test_gemm_vector(void)
+{
+	enum { K = 37, L = 29 };
+	float a[K], w[L * K], wt[K * L], c[L], y[L], want[L];
+	seq(a, K, 3);
+	seq(w, L * K, 5);
+	seq(c, L, 7);
+	for (int j = 0; j < L; j++)
+		for (int k = 0; k < K; k++)
+			wt[k * L + j] = w[j * K + k];
+	for (int j = 0; j < L; j++) {
+		double s = 0;
+		for (int k = 0; k < K; k++)
+			s += (double)a[k] * w[j * K + k];
+		want[j] = (float)(0.5 * s + 2 * c[j]);
+	}
+	for (int col = 0; col < 2; col++)       /* y as [1,L], or as [L,1] */
+		for (int tr = 0; tr < 4; tr++) {
+			int ta = tr & 1, tb = tr >> 1;
+			taprt_tensor tx, tw, tc, ty;
+			if (!col) {     /* y[1,L] = a[1,K] @ W^T */
+				tx = rt_tensor(TAPRT_F32, a, 2, ta ? DIMS(K, 1) : DIMS(1, K));
+				tw = tb ? rt_tensor(TAPRT_F32, w, 2, DIMS(L, K)) :
+				    rt_tensor(TAPRT_F32, wt, 2, DIMS(K, L));
+				tc = rt_tensor(TAPRT_F32, c, 2, DIMS(1, L));
+				ty = rt_tensor(TAPRT_F32, y, 2, DIMS(1, L));
+			} else {        /* y[L,1] = W @ a[K,1] */
+				tx = ta ? rt_tensor(TAPRT_F32, wt, 2, DIMS(K, L)) :
+				    rt_tensor(TAPRT_F32, w, 2, DIMS(L, K));
+				tw = rt_tensor(TAPRT_F32, a, 2, tb ? DIMS(1, K) : DIMS(K, 1));
+				tc = rt_tensor(TAPRT_F32, c, 2, DIMS(L, 1));
+				ty = rt_tensor(TAPRT_F32, y, 2, DIMS(L, 1));
+			}
+			taprt_tensor *in[] = {&tx, &tw, &tc}, *out[] = {&ty};
+			taprt_attr at_[] = {A_FLOAT("alpha", 0.5f), A_FLOAT("beta", 2.0f),
+				A_INT("transA", ta), A_INT("transB", tb)};
+			taprt_node n = rt_node(in, 3, out, 1, at_, 4);
+			memset(y, 0, sizeof y);
+			taprt_op_Gemm(NULL, &n);
+			if (!close_f(y, want, L))
+				printf("  %s, transA %d transB %d\n", col ? "column" : "row", ta, tb);
+			CU_ASSERT(close_f(y, want, L));
+		}
+}
+
 /* Defaults (alpha = beta = 1), and integers through the naive loop. */
 static void
 test_gemm_int(void)
@@ -668,6 +716,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_matmul_types);
 	ADD(s, test_gemm);
 	ADD(s, test_gemm_int);
+	ADD(s, test_gemm_vector);
 	ADD(s, test_conv_basic);
 	ADD(s, test_conv_oracle);
 	ADD(s, test_maxpool);
