@@ -1424,16 +1424,24 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 	}
 }
 
-/* Global pools: one reduction over each contiguous [N, C] plane. */
+/* Global pools: one reduction over each contiguous [N, C] plane; the sum
+ * in 16 running partial sums, so that it vectorizes (an in-order float
+ * sum cannot be reordered by the compiler). */
 #define GLOBAL(E, T, s)                                                   \
-static void                                                               \
+TAPRT_CLONES static void                                                  \
 gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
 {                                                                         \
 	_Pragma("omp parallel for if (TAPRT_PAR(planes * sz)) schedule(static)") \
 	for (int64_t p = 0; p < planes; p++) {                            \
 		const T *xp = x + p * sz;                                 \
-		T sum = 0;                                                \
-		for (int64_t i = 0; i < sz; i++)                          \
+		T part[16] = {0}, sum = 0;                                \
+		int64_t i = 0;                                            \
+		for (; i + 16 <= sz; i += 16)                             \
+			for (int l = 0; l < 16; l++)                      \
+				part[l] += xp[i + l];                     \
+		for (int l = 0; l < 16; l++)                              \
+			sum += part[l];                                   \
+		for (; i < sz; i++)                                       \
 			sum += xp[i];                                     \
 		y[p] = sum / (T)sz;                                       \
 	}                                                                 \
