@@ -205,6 +205,13 @@ typedef struct {
 int taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
     const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act);
 void taprt_conv_threads(int n);
+/*
+ * Depthwise 2-D Conv (conv_dw.c): C == M == group, any stride, pads and
+ * dilation; y = act(conv(x, w) + b + z).  Returns 1 when done, 0 when
+ * declined (kernels over 64 rows tall), -1 when out of scratch memory.
+ */
+int taprt_conv_dw_f32(const float *x, const float *w, const float *b, const float *z, float *y,
+    const taprt_conv2d *c, const taprt_act *act);
 
 /* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
 void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,

@@ -11,7 +11,9 @@
  * [T,d] @ [d,T]) are a loop of sgemm calls.  Integer MatMul/Gemm use a
  * naive loop.
  * Conv is im2col + gemm per image and group, with a per-thread scratch
- * buffer (ranks run as threads); a 1x1 stride-1 unpadded Conv skips im2col.
+ * buffer (ranks run as threads); a 1x1 stride-1 unpadded Conv skips im2col;
+ * depthwise convolutions have their own kernel (conv_dw.c), the large
+ * ones oneDNN's (conv_dnnl.c).
  * ConvTranspose is the adjoint: one gemm W^T @ X per image and group into
  * the scratch buffer, then col2im adds each product into its output pixel.
  */
@@ -560,10 +562,9 @@ taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
  * planes: even/odd rows x even/odd columns), so that every tap reads one
  * contiguous run: acc[i] += w * src[i + tap offset] over the whole plane at
  * the buffer's row pitch -- long loops that vectorize even on 7x7 planes --
- * and the valid columns of acc are the output.  Depthwise convolutions
- * (one input channel per group) and small ones (few input channels and
- * taps, where im2col and a GEMM call cost more than the arithmetic) run
- * this way.
+ * and the valid columns of acc are the output.  Small convolutions (few
+ * input channels and taps, where im2col and a GEMM call cost more than the
+ * arithmetic) and depthwise ones with a channel multiplier run this way.
  */
 typedef struct {
 	int64_t hp, wp;                 /* the padded extent the output reads */
@@ -764,11 +765,12 @@ dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float 
 
 /*
  * Conv in f32: y = act(conv(x, w) + bias + z) (z, the residual, and act
- * from FusedConv; NULL and none for Conv).  Per image and group:
- * depthwise groups (one input channel) run dw_plane; a 1x1 stride-1
- * unpadded Conv is one GEMM W_g[Mg, Cg] @ X_g[Cg, P] on the input as it
- * is; the rest im2col + GEMM.  The epilogue runs on each group's rows right
- * after its GEMM, while they are in cache.
+ * from FusedConv; NULL and none for Conv).  Depthwise 2-D convolutions run
+ * conv_dw.c's kernel; small ones the direct kernel above; a 1x1 stride-1
+ * unpadded Conv is W_g[Mg, Cg] @ X_g[Cg, P] on the input as it is
+ * (one GEMM); the GEMM-sized
+ * ones oneDNN's; the rest im2col + GEMM.  The epilogue runs on each
+ * group's rows right after its GEMM, while they are in cache.
  */
 static int
 conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, const float *bias,
@@ -778,9 +780,18 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	int64_t Cg = C / G, Mg = M / G;
 	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->osz;
 	bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
-	/* direct: depthwise, or few enough channels and taps that im2col and
-	 * the GEMM call cost more than the arithmetic (measured on the cnn,
-	 * resnet and unet fixtures' 3..32-channel 3x3 convolutions) */
+	/* depthwise 2-D: on 16-channel blocks (conv_dw.c) */
+	if (Cg == 1 && Mg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
+		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
+			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		int rc = taprt_conv_dw_f32(x, w, bias, z, y, &c2, act);
+		if (rc)
+			return rc > 0 ? 0 : -1;
+	}
+	/* direct: depthwise with a channel multiplier, or few enough channels
+	 * and taps that im2col and the GEMM call cost more than the arithmetic
+	 * (measured on the cnn, resnet and unet fixtures' 3..32-channel 3x3
+	 * convolutions) */
 	dplan d;
 	dplan_get(g, &d);
 	if (direct_ok(g) && KK > 1 && KK <= 64 && Cg * d.plane <= 65536 &&
