@@ -212,6 +212,13 @@ void taprt_conv_threads(int n);
  */
 int taprt_conv_dw_f32(const float *x, const float *w, const float *b, const float *z, float *y,
     const taprt_conv2d *c, const taprt_act *act);
+/*
+ * Pointwise Conv of one image and group (conv_pw.c): y[M,P] = act(w[M,C] @
+ * x[C,P] + b + z).  Returns 1 when done, 0 when declined (no kernel for this
+ * CPU: the caller runs the GEMM), -1 when out of scratch memory.
+ */
+int taprt_conv_pw_f32(const float *w, const float *x, const float *b, const float *z, float *y,
+    int64_t M, int64_t C, int64_t P, const taprt_act *act);
 
 /* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
 void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,

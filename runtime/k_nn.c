@@ -12,8 +12,8 @@
  * naive loop.
  * Conv is im2col + gemm per image and group, with a per-thread scratch
  * buffer (ranks run as threads); a 1x1 stride-1 unpadded Conv skips im2col;
- * depthwise convolutions have their own kernel (conv_dw.c), the large
- * ones oneDNN's (conv_dnnl.c).
+ * depthwise and 1x1 convolutions have their own kernels (conv_dw.c,
+ * conv_pw.c), the large ones oneDNN's (conv_dnnl.c).
  * ConvTranspose is the adjoint: one gemm W^T @ X per image and group into
  * the scratch buffer, then col2im adds each product into its output pixel.
  */
@@ -768,7 +768,7 @@ dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float 
  * from FusedConv; NULL and none for Conv).  Depthwise 2-D convolutions run
  * conv_dw.c's kernel; small ones the direct kernel above; a 1x1 stride-1
  * unpadded Conv is W_g[Mg, Cg] @ X_g[Cg, P] on the input as it is
- * (one GEMM); the GEMM-sized
+ * (conv_pw.c's kernel from 128 pixels on, else one GEMM); the GEMM-sized
  * ones oneDNN's; the rest im2col + GEMM.  The epilogue runs on each
  * group's rows right after its GEMM, while they are in cache.
  */
@@ -822,6 +822,24 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 			}
 		return 0;
 	}
+	bool direct = KK == 1 && g->isz == P;
+	for (int d = 0; d < 3; d++)
+		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
+	/* 1x1: the product and epilogue in one pass (conv_pw.c), when the
+	 * planes fill its vectors (below 128 pixels the GEMM library's
+	 * kernels and gemv waste less: measured on MobileNetV3's 7x7 and 1x1
+	 * planes) */
+	if (direct && P >= 128) {
+		int rc = 1;
+		for (int64_t b = 0; b < N && rc > 0; b++)
+			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
+				int64_t o = (b * M + gi * Mg) * P;
+				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, x + (b * C + gi * Cg) * P,
+				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
+			}
+		if (rc)
+			return rc > 0 ? 0 : -1;
+	}
 	/* GEMM-sized 2-D convolutions: oneDNN's kernels when the build has
 	 * them (conv_dnnl.c), else im2col + GEMM below */
 	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 && M * C * KK * P * N >= (int64_t)1 << 21) {
@@ -831,9 +849,6 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 		if (rc)
 			return rc > 0 ? 0 : -2;
 	}
-	bool direct = KK == 1 && g->isz == P;
-	for (int d = 0; d < 3; d++)
-		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
 	float *col = NULL;
 	if (!direct && !(col = taprt_scratch((size_t)Cg * KK * P * sizeof(float))))
 		return -1;

@@ -669,6 +669,40 @@ test_conv_depthwise(void)
 	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, false));
 }
 
+/*
+ * Pointwise convolutions (conv_pw.c from 128 pixels on, the GEMM below):
+ * filter counts off the 6-row tile, planes off the 64-pixel block (the
+ * short last block through its panel), channel counts from 1 up, groups,
+ * two images, every activation in the tile (GELU after it), and a
+ * residual.  TAPRT_PW_KERNEL=avx2 runs the AVX2 variant on an AVX-512 CPU.
+ */
+static void
+test_conv_pointwise(void)
+{
+	static const float clip[] = {0.0f, 6.0f}, hsig[] = {1.0f / 6, 0.5f}, leaky[] = {0.01f};
+	convcase cs[] = {
+		case2d(1, 16, 72, 1, 56, 56, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 96, 576, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 40, 13, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(2, 5, 7, 1, 16, 9, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 1, 1, 1, 13, 11, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 8, 12, 2, 16, 16, 1, 1, 1, 1, 0, 0, 0, 0),    /* groups */
+		case2d(1, 64, 50, 1, 28, 28, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* one pixel */
+	};
+	for (int i = 0; i < (int)NELEM(cs); i++) {
+		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
+		CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, i % 2));
+	}
+	convcase p = case2d(1, 24, 30, 1, 20, 20, 1, 1, 1, 1, 0, 0, 0, 0);
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, false));
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, true));
+	CU_ASSERT(fused_check(&p, "HardSigmoid", hsig, 2, true));
+	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
+	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, true));
+	CU_ASSERT(fused_check(&p, "Gelu", NULL, 0, true));
+}
+
 /* -------------------------------------------------------------- pools */
 
 /* Run a pool with one input and one or two outputs. */
@@ -851,6 +885,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_basic);
 	ADD(s, test_conv_oracle);
 	ADD(s, test_conv_depthwise);
+	ADD(s, test_conv_pointwise);
 	ADD(s, test_maxpool);
 	ADD(s, test_avgpool);
 	ADD(s, test_global_pools);
