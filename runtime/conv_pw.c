@@ -71,7 +71,7 @@ vmin_##S(vf_##S a, vf_##S b)                                                    
 	return (vf_##S)(((vi_##S)a & m) | ((vi_##S)b & ~m));                      \
 }                                                                                 \
                                                                                   \
-/* k_elementwise.c's formulas, HardSwish's v/6 as v*(1/6) */                      \
+/* k_elementwise.c's formulas */                                                  \
 static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
 act_##S(vf_##S v, const taprt_act *a)                                             \
 {                                                                                 \

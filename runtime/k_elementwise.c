@@ -215,7 +215,7 @@ void
 taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v * CLAMP01(v / 6 + 0.5f))
+	FLOAT_TYPES(MAP_CASE, v * CLAMP01(v * (1.0f / 6) + 0.5f))
 	default:
 		break;
 	}
