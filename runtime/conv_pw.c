@@ -17,7 +17,9 @@
  * vector of x feeds MR fused multiply-adds, each broadcast weight NV), and
  * bias, residual and activation are applied to the tile before it is
  * stored.  x's rows for one block of pixels stay in L1/L2 across the
- * filters.
+ * filters.  A plane that is not a whole number of vectors (7x7 = 3 x 16 +
+ * 1) leaves its last columns to the GEMM library: a vector with one pixel
+ * in it would cost as much as a full one.
  *
  * Multiversioned by hand: the tile is 6 x 4 vectors of 16 with AVX-512 (24
  * of its 32 registers), 6 x 2 of 8 with AVX2 (12 of 16); the variant is
@@ -36,6 +38,27 @@
 #endif
 
 #ifdef PW_X86
+
+static inline float
+clamp01(float t)
+{
+	return t < 1 ? (t > 0 ? t : 0) : 1;
+}
+
+/* One element's activation, k_elementwise.c's formulas. */
+static inline float
+act1(float v, const taprt_act *a)
+{
+	switch (a->kind) {
+	case TAPRT_ACT_RELU: return v > 0 ? v : 0;
+	case TAPRT_ACT_CLIP: return v < a->a ? a->a : v > a->b ? a->b : v;
+	case TAPRT_ACT_HARDSIGMOID: return clamp01(a->a * v + a->b);
+	case TAPRT_ACT_HARDSWISH: return v * clamp01(v * (1.0f / 6) + 0.5f);
+	case TAPRT_ACT_LEAKYRELU: return v < 0 ? a->a * v : v;
+	case TAPRT_ACT_GELU: return (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
+	default: return v;
+	}
+}
 
 /* The in-register epilogue's activations; the others (GELU) run after the
  * tile is stored, through taprt_epilogue_f32. */
@@ -190,9 +213,9 @@ pw_variant(int *nb)
 
 /*
  * One image and group: w[M][C], x[C][P], y[M][P] (z likewise).  Work items
- * are blocks of nb pixels x chunks of 48 filters, in parallel; the last
- * pixel block, shorter than nb, is copied into a zero-padded panel so that
- * its vectors stay whole, and its tile goes through a scratch tile.
+ * are blocks of nb pixels (the last one of fewer whole vectors) x chunks
+ * of 48 filters, in parallel, and the last P % vw columns x the same
+ * chunks.
  */
 int
 taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float *z, float *y,
@@ -212,15 +235,16 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 	if (!rows)
 		return 0;
 	const int vw = nb / (nb == 64 ? 4 : 2);
-	const int64_t MC = 48, nmc = (M + MC - 1) / MC, npb = (P + nb - 1) / nb;
+	const int64_t MC = 48, nmc = (M + MC - 1) / MC;
+	const int64_t nfull = P / nb, nvr = P % nb / vw, tail = P % vw;
+	const int64_t npb = nfull + (nvr > 0);  /* blocks of whole vectors */
 	const bool tile_epi = act_in_tile(act);
-	int failed = 0;
 	#pragma omp parallel for if (TAPRT_PAR(M * C * P / 8) && npb * nmc > 1) schedule(static)
-	for (int64_t it = 0; it < npb * nmc; it++) {
+	for (int64_t it = 0; it < (npb + (tail > 0)) * nmc; it++) {
 		int64_t pb = it / nmc, m0 = it % nmc * MC, m1 = m0 + MC < M ? m0 + MC : M;
-		int64_t p0 = pb * nb, np = P - p0 < nb ? P - p0 : nb;
-		int nv = (int)((np + vw - 1) / vw);
-		if (np == nb) {
+		if (pb < npb) {
+			int nv = pb < nfull ? nb / vw : (int)nvr;
+			int64_t p0 = pb * nb, np = (int64_t)nv * vw;
 			rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, act, tile_epi, m0,
 			    m1, nv);
 			if (!tile_epi)
@@ -229,29 +253,18 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 					    z ? z + m * P + p0 : NULL, act);
 			continue;
 		}
-		/* the short block: x's columns into panel[C][nv*vw], the
-		 * tile into out[MC][nv*vw], then the valid columns to y */
-		int64_t ld = (int64_t)nv * vw;
-		float *panel = taprt_scratch((C + MC) * ld * (int64_t)sizeof(float));
-		if (!panel) {
-			failed = 1;
-			continue;
-		}
-		float *out = panel + C * ld;
-		for (int64_t c = 0; c < C; c++) {
-			memcpy(panel + c * ld, x + c * P + p0, np * sizeof(float));
-			memset(panel + c * ld + np, 0, (ld - np) * sizeof(float));
-		}
-		rows(w + m0 * C, C, panel, ld, out, ld, bias ? bias + m0 : NULL, NULL, act, false, 0,
-		    m1 - m0, nv);
-		for (int64_t m = m0; m < m1; m++) {
-			float *ym = y + m * P + p0;
-			memcpy(ym, out + (m - m0) * ld, np * sizeof(float));
-			if (z || act->kind != TAPRT_ACT_NONE)
-				taprt_epilogue_f32(ym, np, 0, z ? z + m * P + p0 : NULL, act);
-		}
+		/* the last P % vw columns, too few for a vector: the GEMM
+		 * library's (gemv for one), then the epilogue element-wise */
+		int64_t p0 = P - tail;
+		taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0, P, 0.0f,
+		    y + m0 * P + p0, P);
+		for (int64_t m = m0; m < m1; m++)
+			for (int64_t j = 0; j < tail; j++) {
+				float *v = y + m * P + p0 + j;
+				*v = act1(*v + (bias ? bias[m] : 0) + (z ? z[m * P + p0 + j] : 0), act);
+			}
 	}
-	return failed ? -1 : 1;
+	return 1;
 #else
 	return 0;
 #endif

@@ -844,11 +844,9 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	bool direct = KK == 1 && g->isz == P;
 	for (int d = 0; d < 3; d++)
 		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
-	/* 1x1: the product and epilogue in one pass (conv_pw.c), when the
-	 * planes fill its vectors (below 128 pixels the GEMM library's
-	 * kernels and gemv waste less: measured on MobileNetV3's 7x7 and 1x1
-	 * planes) */
-	if (direct && P >= 128) {
+	/* 1x1: the product and epilogue in one pass (conv_pw.c), from one
+	 * vector of pixels (a 1x1 plane is a gemv) */
+	if (direct && P >= 16) {
 		int rc = 1;
 		for (int64_t b = 0; b < N && rc > 0; b++)
 			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
