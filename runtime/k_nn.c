@@ -496,8 +496,21 @@ taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a)
 
 #define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
 
-/* One loop per activation, so each vectorizes (the same expressions as
- * k_elementwise.c's kernels). */
+/* EPI(expression of v) for a's activation, the same expressions as
+ * k_elementwise.c's kernels: one loop per activation, so each vectorizes. */
+#define ACT_SWITCH(a, EPI)                                                \
+	const float lo = (a)->a, hi = (a)->b;                             \
+	switch ((a)->kind) {                                              \
+	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)                           \
+	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)           \
+	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))             \
+	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v * (1.0f / 6) + 0.5f)) \
+	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)                 \
+	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f) \
+	default: EPI(v)                                                   \
+	}
+
+/* y[i] = act(y[i] + bias + z[i]) */
 TAPRT_CLONES void
 taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
     const taprt_act *a)
@@ -514,16 +527,7 @@ taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restri
 			y[i] = EXPR;                                      \
 		}                                                         \
 	return;
-	const float lo = a->a, hi = a->b;
-	switch (a->kind) {
-	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)
-	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)
-	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))
-	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v * (1.0f / 6) + 0.5f))
-	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)
-	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f)
-	default: EPI(v)
-	}
+	ACT_SWITCH(a, EPI)
 #undef EPI
 }
 
@@ -541,16 +545,7 @@ taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
 		y[i] = EXPR;                                              \
 	}                                                                 \
 	return;
-	const float lo = a->a, hi = a->b;
-	switch (a->kind) {
-	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)
-	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)
-	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))
-	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v * (1.0f / 6) + 0.5f))
-	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)
-	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f)
-	default: EPI(v)
-	}
+	ACT_SWITCH(a, EPI)
 #undef EPI
 }
 
@@ -594,8 +589,10 @@ direct_ok(const geom *g)
 
 /* Pad plane x into buf (dplan's plane floats); src[0] (stride 1) or
  * src[0..3] (stride 2, phase (a, b) at a * 2 + b: the padded plane's rows
- * a, a+2, ... and columns b, b+2, ...) get the planes taps read. */
-TAPRT_CLONES static void
+ * a, a+2, ... and columns b, b+2, ...) get the planes taps read.  The
+ * rows stay loops, not memcpy/memset calls: they are 8 to 113 floats, and
+ * the calls cost more than the copies (a quarter of an 8x8 Conv's time). */
+TAPRT_CLONES __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void
 pad_plane_f32(const float *restrict x, const geom *g, const dplan *d, float *restrict buf,
     const float **src)
 {
@@ -641,19 +638,31 @@ tap_src(const float **src, const geom *g, const dplan *d, int64_t kh, int64_t kw
 	    src[(kh & 1) * 2 + (kw & 1)] + (kh >> 1) * d->pitch + (kw >> 1);
 }
 
-/* y's plane from acc: the valid columns, with bias, residual, activation. */
-static void
-unpad_f32(const float *acc, const geom *g, const dplan *d, float *y, float bias, const float *z,
-    const taprt_act *act)
+/* y's plane from acc: the valid columns, with bias, residual, activation,
+ * in one pass (a memcpy per row and an epilogue call cost more than the
+ * arithmetic on 8x8 planes). */
+TAPRT_CLONES static void
+unpad_f32(const float *restrict acc, int64_t pitch, int64_t OH, int64_t OW, float *restrict y,
+    float bias, const float *restrict z, const taprt_act *a)
 {
-	const int64_t OH = g->out[1], OW = g->out[2];
-	bool epi = bias != 0 || z || act->kind != TAPRT_ACT_NONE;
-	/* row by row, the epilogue on each while it is in L1 */
-	for (int64_t oh = 0; oh < OH; oh++) {
-		memcpy(y + oh * OW, acc + oh * d->pitch, sizeof *y * OW);
-		if (epi)
-			taprt_epilogue_f32(y + oh * OW, OW, bias, z ? z + oh * OW : NULL, act);
-	}
+#define EPI(EXPR)                                                         \
+	for (int64_t oh = 0; oh < OH; oh++, acc += pitch, y += OW) {      \
+		if (z)                                                    \
+			for (int64_t i = 0; i < OW; i++) {                \
+				float v = acc[i] + bias + z[i];           \
+				y[i] = EXPR;                              \
+			}                                                 \
+		else                                                      \
+			for (int64_t i = 0; i < OW; i++) {                \
+				float v = acc[i] + bias;                  \
+				y[i] = EXPR;                              \
+			}                                                 \
+		if (z)                                                    \
+			z += OW;                                          \
+	}                                                                 \
+	return;
+	ACT_SWITCH(a, EPI)
+#undef EPI
 }
 
 /*
@@ -750,7 +759,8 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 		planes[i] = 0;
 	direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr);
 	for (int64_t m = 0; m < Mg; m++)
-		unpad_f32(acc + m * lenr, g, d, y + m * P, bias ? bias[m] : 0, z ? z + m * P : NULL, act);
+		unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P, bias ? bias[m] : 0,
+		    z ? z + m * P : NULL, act);
 }
 
 /* The same, any stride and dilation: each output row accumulates its taps'
