@@ -815,16 +815,47 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 		if (rc)
 			return rc > 0 ? 0 : -1;
 	}
+	bool direct = KK == 1 && g->isz == P;
+	for (int d = 0; d < 3; d++)
+		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
+	/* 1x1: the product and epilogue in one pass (conv_pw.c), from one
+	 * vector of pixels (a 1x1 plane is a gemv) */
+	if (direct && P >= 16) {
+		int rc = 1;
+		for (int64_t b = 0; b < N && rc > 0; b++)
+			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
+				int64_t o = (b * M + gi * Mg) * P;
+				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, x + (b * C + gi * Cg) * P,
+				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
+			}
+		if (rc)
+			return rc > 0 ? 0 : -1;
+	}
+	/* oneDNN's kernels (conv_dnnl.c), when the build has them, for 2-D
+	 * kernels over 16 channels and filters or more (its vectors hold 16
+	 * channels: 4x16x8x8 -> 16 3x3 in 7 us there, 11 in the direct
+	 * kernel; with 8 channels the direct kernel is faster) and for the
+	 * GEMM-sized rest */
+	dplan d;
+	dplan_get(g, &d);
+	bool small = direct_ok(g) && KK > 1 && KK <= 64 &&
+	    Cg * d.plane <= (Mg <= 32 ? 1 << 18 : 65536) &&
+	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000);
+	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 &&
+	    ((KK > 1 && C >= 16 && M >= 16) || (!small && M * C * KK * P * N >= (int64_t)1 << 21))) {
+		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
+			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		int rc = taprt_conv_dnnl(cx, n, x, w, bias, z, y, &c2, act);
+		if (rc)
+			return rc > 0 ? 0 : -2;
+	}
 	/* direct: depthwise with a channel multiplier, or few enough channels
 	 * and taps that im2col and the GEMM call cost more than the arithmetic
 	 * (measured on the cnn, resnet and unet fixtures' 3..32-channel 3x3
 	 * convolutions); planes up to 1 MiB for up to 32 filters (an RGB
 	 * image's first 3x3: MobileNetV3's 16 filters 100 us here, 126 on
 	 * oneDNN; ResNet's 64 7x7 ones stay faster there, 1.14 ms against 1.38) */
-	dplan d;
-	dplan_get(g, &d);
-	if (direct_ok(g) && KK > 1 && KK <= 64 && Cg * d.plane <= (Mg <= 32 ? 1 << 18 : 65536) &&
-	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000)) {
+	if (small) {
 		int failed = 0;
 		/* groups (and images) in parallel, each thread with its scratch */
 		#pragma omp parallel for if (TAPRT_PAR(N * M * P) && N * G > 1) schedule(static)
@@ -850,31 +881,6 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 					taprt_epilogue_f32(yp, P, 0, z ? z + (b * M + m) * P : NULL, act);
 			}
 		return 0;
-	}
-	bool direct = KK == 1 && g->isz == P;
-	for (int d = 0; d < 3; d++)
-		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
-	/* 1x1: the product and epilogue in one pass (conv_pw.c), from one
-	 * vector of pixels (a 1x1 plane is a gemv) */
-	if (direct && P >= 16) {
-		int rc = 1;
-		for (int64_t b = 0; b < N && rc > 0; b++)
-			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
-				int64_t o = (b * M + gi * Mg) * P;
-				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, x + (b * C + gi * Cg) * P,
-				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
-			}
-		if (rc)
-			return rc > 0 ? 0 : -1;
-	}
-	/* GEMM-sized 2-D convolutions: oneDNN's kernels when the build has
-	 * them (conv_dnnl.c), else im2col + GEMM below */
-	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 && M * C * KK * P * N >= (int64_t)1 << 21) {
-		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
-			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
-		int rc = taprt_conv_dnnl(cx, n, x, w, bias, z, y, &c2, act);
-		if (rc)
-			return rc > 0 ? 0 : -2;
 	}
 	float *col = NULL;
 	if (!direct && !(col = taprt_scratch((size_t)Cg * KK * P * sizeof(float))))
