@@ -43,30 +43,42 @@ typedef int v16i __attribute__((vector_size(64)));
  * a generic two-source permute (vpermt2ps) everywhere would not be.
  */
 #define SH(a, b, ...) __builtin_shuffle(a, b, (v16i){__VA_ARGS__})
+#define UNPACK_PS_LO 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29
+#define UNPACK_PS_HI 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31
+#define UNPACK_PD_LO 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define UNPACK_PD_HI 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define LANES_0x88 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27
+#define LANES_0xDD 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31
 static inline __attribute__((always_inline)) void
 tr16(v16 *r)
 {
 	v16 t[16];
 	for (int i = 0; i < 16; i += 2) {       /* unpack{lo,hi}_ps */
-		t[i] = SH(r[i], r[i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
-		t[i + 1] = SH(r[i], r[i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
+		t[i] = SH(r[i], r[i + 1], UNPACK_PS_LO);
+		t[i + 1] = SH(r[i], r[i + 1], UNPACK_PS_HI);
 	}
 	for (int i = 0; i < 16; i += 4)         /* unpack{lo,hi}_pd */
 		for (int k = 0; k < 2; k++) {
-			r[i + 2 * k] = SH(t[i + k], t[i + k + 2], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-			r[i + 2 * k + 1] = SH(t[i + k], t[i + k + 2], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+			r[i + 2 * k] = SH(t[i + k], t[i + k + 2], UNPACK_PD_LO);
+			r[i + 2 * k + 1] = SH(t[i + k], t[i + k + 2], UNPACK_PD_HI);
 		}
 	for (int i = 0; i < 16; i += 8)         /* shuffle_f32x4 0x88, 0xdd */
 		for (int k = 0; k < 4; k++) {
-			t[i + k] = SH(r[i + k], r[i + k + 4], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-			t[i + k + 4] = SH(r[i + k], r[i + k + 4], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+			t[i + k] = SH(r[i + k], r[i + k + 4], LANES_0x88);
+			t[i + k + 4] = SH(r[i + k], r[i + k + 4], LANES_0xDD);
 		}
 	for (int k = 0; k < 8; k++) {
-		r[k] = SH(t[k], t[k + 8], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-		r[k + 8] = SH(t[k], t[k + 8], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+		r[k] = SH(t[k], t[k + 8], LANES_0x88);
+		r[k + 8] = SH(t[k], t[k + 8], LANES_0xDD);
 	}
 }
 #undef SH
+#undef UNPACK_PS_LO
+#undef UNPACK_PS_HI
+#undef UNPACK_PD_LO
+#undef UNPACK_PD_HI
+#undef LANES_0x88
+#undef LANES_0xDD
 
 /* The first n < 16 floats of p, the rest 0 (a plane's last pixels: a full
  * load could run past the tensor). */
@@ -118,7 +130,7 @@ dw_pack_row(const float *x, const float *xend, int64_t plane, int nc, const dwge
 	for (int64_t w0 = 0; w0 < q1; w0 += 16) {
 		v16 t[16];
 		const float *src = x + ih * IW + w0;
-		if (nc == 16 && src + 15 * plane + 16 <= xend)
+		if (nc == 16 && xend - src >= 15 * plane + 16)
 			for (int j = 0; j < 16; j++) /* unrolled, no branches */
 				t[j] = *(const v16u *)(src + j * plane);
 		else
@@ -126,7 +138,7 @@ dw_pack_row(const float *x, const float *xend, int64_t plane, int nc, const dwge
 				const float *sj = src + j * plane;
 				if (j >= nc)
 					t[j] = zero;
-				else if (sj + 16 <= xend)
+				else if (xend - sj >= 16)
 					t[j] = *(const v16u *)sj;
 				else
 					load_part(&t[j], sj, xend - sj);
@@ -261,7 +273,7 @@ dw_pack_weights(const float *w, const float *bias, int nc, int64_t KK, v16 *wt, 
 
 /*
  * One image's block of nc <= 16 channels: x and y at the block's first
- * plane, w its filters; buf holds the ring (RB rows of Wp pixels), the
+ * plane, w its filters; buf holds the ring (RB rows of Wr pixels), the
  * output buffer (cap pixels), the weights (KK pixels) and the bias.
  */
 static void
