@@ -217,9 +217,12 @@ emit_program(Graph *g, const EmitOptions *o)
 		ok = emit_stage_c(g, s, &mps[s], tmp);
 	EmitSave save = {0};
 	bool train = g->loss != IR_NONE;
+	int64_t blob_bytes = 0;
+	free(emit_blob_layout(g, &blob_bytes));
 	ok = ok && (!train || emit_save(g, tmp, &save));
-	ok = ok && emit_main_c(g, o, tmp, rel, train ? &save : NULL) && emit_makefile(g, o, tmp) &&
-	    emit_plan_json(g, o, mps, tmp);
+	ok = ok && emit_blob(g, mps[0].blob, blob_bytes, tmp) &&
+	    emit_main_c(g, o, tmp, rel, train ? &save : NULL) &&
+	    emit_makefile(g, o, tmp, blob_bytes > 0) && emit_plan_json(g, o, mps, tmp);
 	free(save.saved);
 	emit_memplans_free(g, mps);
 	bool written = ok; /* the writers said what failed; a rename has not */

@@ -45,7 +45,21 @@ typedef struct {
 	int64_t weight_bytes;
 	int nsteps;                     /* the stage's schedule's */
 	int64_t **off;                  /* [nsteps][tensor]: arena offset step j binds t to, -1 */
+	const int64_t *blob;            /* per tensor: offset in consts.bin, -1 if none (shared
+	                                 * by every stage's plan: emit_blob_layout) */
 } MemPlan;
+
+/*
+ * Inline data bigger than EMIT_BLOB_MIN bytes (the weights fold-bn
+ * computes) goes into out/consts.bin, which out/consts.S embeds with
+ * .incbin as the symbol taprt_consts (64-byte aligned pieces): C
+ * initializers of millions of floats would take the compiler minutes.
+ * emit_blob_layout gives each such tensor its offset (-1 for the rest)
+ * and the total in *bytes; emit_blob writes both files when there is any.
+ */
+#define EMIT_BLOB_MIN 4096
+int64_t *emit_blob_layout(Graph *g, int64_t *bytes);
+bool emit_blob(Graph *g, const int64_t *off, int64_t bytes, const char *dir);
 
 void emit_memplan(Graph *g, int stage, MemPlan *mp);
 /* Pipeline stages: how many the program has (mesh.pp), the stage of a node
@@ -93,7 +107,7 @@ bool emit_save(Graph *g, const char *dir, EmitSave *s);
 bool emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir);
 bool emit_main_c(Graph *g, const EmitOptions *o, const char *dir, const char *model_dir,
     const EmitSave *save);
-bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir);
+bool emit_makefile(Graph *g, const EmitOptions *o, const char *dir, bool blob);
 bool emit_plan_json(Graph *g, const EmitOptions *o, const MemPlan *mps, const char *dir);
 /* -MD: a make dependency file naming target's inputs (the input file, the
  * model and its external data), written to *tmp beside path; then

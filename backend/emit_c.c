@@ -343,9 +343,16 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	}
 	fputs("};\n\n", f);
 
+	bool blob = false;
 	for (int i = 0; i < ntensors; i++)
-		if (byn[i] != IR_NONE && use[byn[i]] && has_data(&g->tensors[byn[i]]))
-			put_data(&e, byn[i]);
+		if (byn[i] != IR_NONE && use[byn[i]] && has_data(&g->tensors[byn[i]])) {
+			if (mp->blob && mp->blob[byn[i]] >= 0)
+				blob = true;
+			else
+				put_data(&e, byn[i]);
+		}
+	if (blob) /* consts.S: the large constants */
+		fputs("extern const unsigned char taprt_consts[];\n", f);
 	fputc('\n', f);
 
 	/* the weight table: where each weight's bytes are in the model files */
@@ -389,7 +396,10 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 		if (t == IR_NONE || !use[t])
 			continue;
 		TensorId r = mp->view[t] != IR_NONE ? mp->view[t] : t;
-		if (has_data(&g->tensors[r]))
+		if (has_data(&g->tensors[r]) && mp->blob && mp->blob[r] >= 0)
+			fprintf(f, "\tT[%d].data = (void *)(taprt_consts + %lld);%s\n", i,
+			    (long long)mp->blob[r], r != t ? " /* a view */" : "");
+		else if (has_data(&g->tensors[r]))
 			fprintf(f, "\tT[%d].data = (void *)C%d;%s\n", i, e.num[r], r != t ? " /* a view */" : "");
 		else if (mp->woffset[r] >= 0)
 			fprintf(f, "\tT[%d].data = w + %lld;%s\n", i, (long long)mp->woffset[r],

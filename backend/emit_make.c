@@ -140,7 +140,7 @@ in_build_tree(const char *exe)
 }
 
 bool
-emit_makefile(Graph *g, const EmitOptions *o, const char *dir)
+emit_makefile(Graph *g, const EmitOptions *o, const char *dir, bool blob)
 {
 	char path[4096];
 	FILE *f = create(dir, "Makefile", path, sizeof path);
@@ -152,12 +152,14 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir)
 	fprintf(f, "PROGRAM = %s\nOBJS = main.o", o->program);
 	for (int r = 0; r < nranks; r++) /* stageS.c, with this rank's tables */
 		fprintf(f, " rank%d.o", r);
+	if (blob) /* the large constants, embedded (emit_blob) */
+		fputs(" consts.o", f);
 	fputs("\nCC = cc\nCFLAGS = -O2 -g\n", f);
 	if (in_build_tree(o->tapc_exe)) {
 		fputs("# the runtime of the build tree tapc ran from\n", f);
 		fprintf(f, "TAPRT_CFLAGS = -I%s/runtime %s\n", TAPC_SRCDIR, TAPC_SAN_FLAGS);
 		fprintf(f, "TAPRT_LIBS = %s/runtime/.libs/libtaprt.a %s %s -lpthread -lm %s\n", TAPC_BUILDDIR,
-		    TAPC_OPENBLAS_LIBS, TAPC_MPI_LIBS, TAPC_SAN_FLAGS);
+		    TAPC_RUNTIME_LIBS, TAPC_MPI_LIBS, TAPC_SAN_FLAGS);
 	} else {
 		fputs("# the runtime installed beside this tapc\n", f);
 		/* make before 4.4 does not export variables to $(shell) */
@@ -171,6 +173,8 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir)
 	for (int r = 0; r < nranks; r++)
 		fprintf(f, "rank%d.o: stage%d.c\n\t$(CC) $(CFLAGS) $(TAPRT_CFLAGS) -DTAPRT_RANK=%d -c -o $@ stage%d.c\n\n",
 		    r, r / tp % pp, r, r / tp % pp);
+	if (blob)
+		fputs("consts.o: consts.S consts.bin\n\t$(CC) $(CFLAGS) -c -o $@ consts.S\n\n", f);
 	fputs("clean:\n\trm -f $(PROGRAM) $(OBJS)\n\n.PHONY: clean\n", f);
 	return finish(f, path);
 }

@@ -39,6 +39,8 @@ static cl::opt<bool> PrintAfterAll("print-after-all", cl::desc("Print the IR to 
 static cl::opt<std::string> StopAfter("stop-after", cl::desc("Stop the pipeline after this pass and emit"),
     cl::value_desc("pass"), cl::init(""), cl::cat(Cat));
 static cl::opt<bool> TimePasses("time-passes", cl::desc("Print a table of per-pass times to stderr"), cl::cat(Cat));
+static cl::opt<bool> NoFuse("O0", cl::desc("Plan only: the default pipeline without the kernel fusion passes"),
+    cl::cat(Cat));
 static cl::opt<bool> VerifyEach("verify-each", cl::desc("Run the verifier after every pass"), cl::cat(Cat));
 static cl::opt<std::string> IRDumpDir("ir-dump-dir", cl::desc("Write the IR after each pass to DIR/NN-pass.ir"),
     cl::value_desc("dir"), cl::init(""), cl::cat(Cat));
@@ -130,6 +132,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->print_after_all = PrintAfterAll;
 	o->stop_after = StopAfter.c_str();
 	o->time_passes = TimePasses;
+	o->no_fuse = NoFuse;
 	o->verify_each = VerifyEach;
 	o->ir_dump_dir = IRDumpDir.c_str();
 	o->batch = Batch;

@@ -25,6 +25,7 @@ typedef struct {
 	bool print_after_all;
 	const char *stop_after;
 	bool time_passes;
+	bool no_fuse;                   /* -O0: the default pipeline without the fusion passes */
 	bool verify_each;
 	const char *ir_dump_dir;
 	int64_t batch;                  /* 0 = as the model says */

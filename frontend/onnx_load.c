@@ -882,6 +882,11 @@ load_node(Loader *L, Onnx__NodeProto *np, int index)
 		    nname, optype, optype);
 		return false;
 	}
+	if (ir_op_lookup(optype, &op) && ir_op_kind(op) == OPK_FUSED) {
+		diag_file(L->path, "node '%s' (%s): '%s' is tapc's own fused kernel, which only the fusion passes make; a model cannot use it",
+		    nname, optype, optype);
+		return false;
+	}
 	if (!ir_op_lookup(optype, &op)) {
 		diag_file(L->path, "node '%s' (%s): unsupported operator '%s' (docs/ops.md lists the supported ones)",
 		    nname, optype, optype);

@@ -71,13 +71,13 @@ ir_node_flops(Graph *g, NodeId id)
 	switch (n->op) {
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return 0;               /* communication: costed by tp-plan */
-	case OP_MatMul:
+	case OP_MatMul: case OP_FusedMatMul:
 		return 2 * ir_numel(y) * (a->rank ? a->dims[a->rank - 1] : 1);
 	case OP_Gemm: {
 		int64_t k = ir_attr_int(g, id, "transA", 0) ? a->dims[0] : a->dims[a->rank - 1];
 		return 2 * ir_numel(y) * k;
 	}
-	case OP_Conv: {
+	case OP_Conv: case OP_FusedConv: {
 		Tensor *w = &g->tensors[n->in[1]];
 		int64_t k = 1;
 		for (int i = 1; i < w->rank; i++)
@@ -107,6 +107,7 @@ ir_node_flops(Graph *g, NodeId id)
 		return 2 * taps * ir_numel(y);
 	}
 	case OP_Softmax: case OP_LogSoftmax: case OP_LayerNormalization:
+	case OP_FusedLayerNorm: case OP_FusedSoftmax:
 	case OP_InstanceNormalization: case OP_SoftmaxGrad: case OP_LogSoftmaxGrad:
 		return 5 * ir_numel(y);
 	case OP_LayerNormalizationGrad:

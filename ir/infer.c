@@ -324,6 +324,8 @@ static const struct {
 	[OP_Expand] = {2, 2, 1, 1}, [OP_Tile] = {2, 2, 1, 1}, [OP_Trilu] = {1, 2, 1, 1},
 	[OP_Pad] = {1, 4, 1, 1},
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
+	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
+	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
@@ -1749,6 +1751,60 @@ infer_norm(Graph *g, NodeId n)
 	    set_out(g, n, 2, (DType)st, &m);
 }
 
+/*
+ * The fused kernels' extra inputs, after their base operator's shape: a
+ * bias (input b, -1 for none) of the output's last dim, and a residual
+ * (input z) of exactly the output's type; f32 only (the kernels' type).
+ */
+static bool
+fused_extra(Graph *g, NodeId n, int b, int z)
+{
+	Tensor *y = &g->tensors[ir_node(g, n)->out[0]];
+	Tensor *tb = b >= 0 ? in(g, n, b) : NULL, *tz = in(g, n, z);
+	char t1[IR_TYPESTR], t2[IR_TYPESTR];
+	if (y->dtype != DT_F32) {
+		diag_node(g, n, "output is %s, expected f32", ir_typestr(y, t1));
+		return false;
+	}
+	if (tb && (tb->dtype != DT_F32 || tb->rank != 1 || y->rank < 1 ||
+	    tb->dims[0] != y->dims[y->rank - 1])) {
+		diag_node(g, n, "input %d is %s, expected f32[%lld]", b, ir_typestr(tb, t1),
+		    (long long)(y->rank ? y->dims[y->rank - 1] : 1));
+		return false;
+	}
+	if (tz && (tz->dtype != DT_F32 || tz->rank != y->rank ||
+	    memcmp(tz->dims, y->dims, sizeof y->dims[0] * y->rank) != 0)) {
+		diag_node(g, n, "input %d is %s, expected %s", z, ir_typestr(tz, t1), ir_typestr(y, t2));
+		return false;
+	}
+	return true;
+}
+
+/* FusedSoftmax: X f32 and a mask (f32 added, or bool selecting `fill`)
+ * that broadcasts to X; the softmax runs along the last axis. */
+static bool
+infer_fused_softmax(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *m = in(g, n, 1);
+	Shape s = shape_of(x);
+	int64_t axis = ir_attr_int(g, n, "axis", -1);
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	if (x->dtype != DT_F32 || axis != x->rank - 1) {
+		diag_node(g, n, "input 0 is %s, expected f32 normalized along its last axis", ts(x));
+		return false;
+	}
+	if (m) {
+		Shape ms = shape_of(m);
+		if ((m->dtype != DT_F32 && m->dtype != DT_BOOL) || !bcast_to(&ms, &s)) {
+			diag_node(g, n, "input 1 is %s, expected f32 or bool broadcasting to %s", ts(m),
+			    ss(&s));
+			return false;
+		}
+	}
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 static bool
 infer_softmax(Graph *g, NodeId n)
 {
@@ -2194,6 +2250,10 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_Div: case OP_Mod:
 		return infer_bcast(g, n) && ir_check_division(g, n);
 	case OP_If: return infer_if(g, n);
+	case OP_FusedConv: return infer_conv(g, n) && fused_extra(g, n, -1, 3);
+	case OP_FusedMatMul: return infer_matmul(g, n) && fused_extra(g, n, 2, 3);
+	case OP_FusedLayerNorm: return infer_norm(g, n);
+	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
 	default:
 		break;
 	}

@@ -607,6 +607,17 @@ read_file_bytes(Graph *g, const Tensor *t)
 }
 
 const void *
+ir_weight_bytes(Graph *g, TensorId id)
+{
+	Tensor *t = &g->tensors[id];
+	if (t->data == DATA_INLINE)
+		return t->bytes;
+	if (t->data == DATA_FILE && t->rank >= 0 && t->length == ir_nbytes(t))
+		return read_file_bytes(g, t);
+	return NULL;
+}
+
+const void *
 ir_value(Graph *g, TensorId id)
 {
 	Tensor *t = &g->tensors[id];

@@ -36,6 +36,7 @@ typedef enum {
 	OPK_COMM,                       /* tapc's own collectives: never in a model file */
 	OPK_TRAIN,                      /* tapc's own training ops (gradients, optimizers):
 					 * made by passes, never in a model file */
+	OPK_FUSED,                      /* tapc's fused kernels (fusion passes): never in a model file */
 } OpKind;
 
 const char *ir_op_name(Op op);          /* "MatMul" */
@@ -602,6 +603,9 @@ bool ir_check_division(Graph *g, NodeId n);
  * evaluated value.  NULL if unknown or too large: floating-point
  * parameters are never read to plan. */
 const void *ir_value(Graph *g, TensorId t);
+/* A weight's or constant's whole contents, whatever its size (the folding
+ * passes read parameters); not cached in value.  NULL if unreadable. */
+const void *ir_weight_bytes(Graph *g, TensorId t);
 #define IR_EVAL_MAX_ELEMS 65536         /* larger results are left to run time */
 
 /* ---------------------------------------------------------------- cost */

@@ -206,7 +206,7 @@ main(int argc, char **argv)
 		be->finalize(world);
 		return 1;
 	}
-	taprt_blas_threads(1);
+	taprt_gemm_threads(1);
 	int *all = calloc(n, sizeof *all);
 	Rank *r = calloc(n, sizeof *r);
 	pthread_t *th = calloc(n, sizeof *th);

@@ -76,6 +76,26 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
 	}
 }
 
+/*
+ * Per-function multiversioning for the hand-written hot loops: one clone
+ * for AVX-512 (x86-64-v4), one for AVX2+FMA (x86-64-v3) and the baseline,
+ * chosen by the loader (ifunc) for the CPU the program runs on.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define TAPRT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TAPRT_CLONES
+#endif
+
+/*
+ * Intra-op threads (--threads N): the kernels' loops over rows, planes or
+ * chunks are OpenMP loops (`#pragma omp parallel for if (TAPRT_PAR(work))`)
+ * on the rank thread's team of N (taprt_main sets it per rank thread);
+ * below TAPRT_PAR_MIN elements of work a loop stays on one thread.
+ */
+#define TAPRT_PAR_MIN 32768
+#define TAPRT_PAR(work) ((int64_t)(work) >= TAPRT_PAR_MIN)
+
 /* A TensorProto file's contents (pbio.c). */
 typedef struct {
 	char name[256];
@@ -127,7 +147,98 @@ taprt_reducer *taprt_reducer_for(int dtype, int op);
  * thread and valid until its next call (scratch.c); NULL if out of memory. */
 void *taprt_scratch(int64_t bytes);
 
-/* BLAS threads per rank (set by taprt_main). */
-void taprt_blas_threads(int n);
+/*
+ * The one GEMM interface (gemm.c): row-major c = alpha * op(a) @ op(b) +
+ * beta * c, op transposing when ta/tb; on OpenBLAS with the CPU's best
+ * kernels, or a portable loop.  taprt_gemm_threads sets the library's
+ * threads per calling rank; taprt_gemm_name says what serves ("OpenBLAS
+ * SkylakeX").
+ */
+void taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void taprt_dgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *a,
+    int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+void taprt_gemm_threads(int n);
+const char *taprt_gemm_name(void);
+
+/*
+ * erf for f32 without a libm call, so the loop vectorizes: GELU makes Erf a
+ * quarter of a transformer's time with glibc's scalar erff.  Eigen's
+ * rational approximation (odd numerator, even denominator in x^2) on
+ * [-4, 4], where erf already rounds to +-1 in f32 outside; NaN passes
+ * through the clamp unchanged.
+ */
+static inline float
+taprt_erf_f32(float x)
+{
+	x = x < -4.f ? -4.f : x > 4.f ? 4.f : x;
+	float x2 = x * x;
+	float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+	p = p * x2 + -2.10102402082508e-06f;
+	p = p * x2 + -5.69250639462346e-05f;
+	p = p * x2 + -7.34990630326855e-04f;
+	p = p * x2 + -2.95459980854025e-03f;
+	p = p * x2 + -1.60960333262415e-02f;
+	p *= x;
+	float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+	q = q * x2 + -1.68282697438203e-03f;
+	q = q * x2 + -7.37332916720468e-03f;
+	q = q * x2 + -1.42647390514189e-02f;
+	return p / q;
+}
+
+/*
+ * A fused activation (FusedConv, FusedGemm: passes/fuse_conv.c): applied to
+ * a kernel's result while it is in cache, the same arithmetic as the
+ * standalone operator's kernel (k_elementwise.c).
+ */
+enum {
+	TAPRT_ACT_NONE, TAPRT_ACT_RELU, TAPRT_ACT_CLIP, TAPRT_ACT_HARDSIGMOID,
+	TAPRT_ACT_HARDSWISH, TAPRT_ACT_LEAKYRELU,
+	TAPRT_ACT_GELU,                 /* (v * (erf(v / 1.41421354f) + 1)) * 0.5f, as torch exports it */
+};
+typedef struct {
+	int kind;
+	float a, b;                     /* Clip: min, max; HardSigmoid: alpha, beta; LeakyRelu: alpha */
+} taprt_act;
+
+/* The node's "activation" attributes (activation, activation_params); -1
+ * after taprt_fail on an unknown name. */
+int taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a);
+
+/*
+ * The runtime's convolution library (conv_dnnl.c): a 2-D f32 Conv,
+ * y = act(conv(x, w) + b + z), on oneDNN when the build has it and its
+ * kernels suit the shape.  Returns 1 when done, 0 when declined (the
+ * caller computes it), -1 after taprt_fail.  taprt_conv_threads sets its
+ * threads per rank.
+ */
+typedef struct {
+	int64_t N, C, H, W, M, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL;
+} taprt_conv2d;
+int taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
+    const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act);
+void taprt_conv_threads(int n);
+/*
+ * Depthwise 2-D Conv (conv_dw.c): C == M == group, any stride, pads and
+ * dilation; y = act(conv(x, w) + b + z).  Returns 1 when done, 0 when
+ * declined (kernels over 64 rows tall), -1 when out of scratch memory.
+ */
+int taprt_conv_dw_f32(const float *x, const float *w, const float *b, const float *z, float *y,
+    const taprt_conv2d *c, const taprt_act *act);
+/*
+ * Pointwise Conv of one image and group (conv_pw.c): y[M,P] = act(w[M,C] @
+ * x[C,P] + b + z).  Returns 1 when done, 0 when declined (no kernel for this
+ * CPU: the caller runs the GEMM).
+ */
+int taprt_conv_pw_f32(const float *w, const float *x, const float *b, const float *z, float *y,
+    int64_t M, int64_t C, int64_t P, const taprt_act *act);
+
+/* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
+void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
+    const taprt_act *a);
+/* The same with a bias per element (MatMul's bias along the last dim). */
+void taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
+    const float *restrict z, const taprt_act *a);
 
 #endif

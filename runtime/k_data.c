@@ -169,6 +169,26 @@ view_copy(void *dst, const void *src, view v, size_t es)
 	int64_t idx[VRANK] = {0}, off = 0;
 	char *d = dst;
 	const char *s = src;
+	int64_t blocks = 1;
+	for (int k = 0; k < r - 2; k++)
+		blocks *= v.d[k];
+	if (blocks > 1 && TAPRT_PAR(blocks * R * C)) {
+		/* threads: blocks found from their index */
+		#pragma omp parallel for schedule(static)
+		for (int64_t b = 0; b < blocks; b++) {
+			int64_t o = 0;
+			for (int64_t k = r - 3, bb = b; k >= 0; k--) {
+				o += bb % v.d[k] * v.s[k] * e;
+				bb /= v.d[k];
+			}
+			char *db = (char *)dst + b * R * C * e;
+			if (tiled)
+				BY_SIZE(es, tile_copy_(db, s + o, R, C, sc, es_))
+			else
+				rows_copy(db, s + o, R, C, sr, sc, es);
+		}
+		return;
+	}
 	for (;;) {
 		if (tiled)
 			BY_SIZE(es, tile_copy_(d, s + off, R, C, sc, es_))

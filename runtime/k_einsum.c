@@ -1,7 +1,7 @@
 /*
  * k_einsum.c - Einsum.
  *
- * Needs: OpenBLAS's cblas for f32/f64 and runtime/einsum.h, the equation
+ * Needs: the runtime's GEMM (gemm.c) for f32/f64 and runtime/einsum.h, the equation
  * parser tapc's shape inference also uses (so both read an equation the
  * same way).  Each operand becomes a strided view over its labels: a label
  * repeated within an operand (a diagonal) takes the sum of its axes'
@@ -23,7 +23,6 @@
  *    is the sum, over the summed labels, of the operands' product (in
  *    double for floats; integers wrap in unsigned arithmetic).
  */
-#include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
@@ -280,13 +279,10 @@ static void
 gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *a, int64_t lda,
     const void *b, int64_t ldb, void *c, int64_t ldc)
 {
-	enum CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
 	if (dtype == TAPRT_F32)
-		cblas_sgemm(CblasRowMajor, oa, ob, (blasint)M, (blasint)N, (blasint)K, 1.0f, a,
-		    (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+		taprt_sgemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 	else
-		cblas_dgemm(CblasRowMajor, oa, ob, (blasint)M, (blasint)N, (blasint)K, 1.0, a,
-		    (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+		taprt_dgemm(ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /* Row-major strides of a dense array over labels l[0..n) into st[label]. */

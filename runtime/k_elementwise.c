@@ -66,6 +66,7 @@ copy_tensor(taprt_tensor *y, const taprt_tensor *x)
 		const T *x_ = n->in[0]->data;                                \
 		T *y_ = n->out[0]->data;                                     \
 		int64_t n_ = n->out[0]->numel;                               \
+		_Pragma("omp parallel for if (TAPRT_PAR(n_)) schedule(static)") \
 		for (int64_t i_ = 0; i_ < n_; i_++) {                        \
 			T v = x_[i_];                                        \
 			y_[i_] = (T)(EXPR);                                  \
@@ -105,37 +106,11 @@ UNARY(Sin, FLOAT_TYPES, sin(v))
 UNARY(Cos, FLOAT_TYPES, cos(v))
 UNARY(Not, BOOL_TYPES, !v)
 
-/*
- * erf for f32 without a libm call, so the loop vectorizes: GELU makes Erf a
- * quarter of a transformer's time with glibc's scalar erff.  Eigen's
- * rational approximation (odd numerator, even denominator in x^2) on
- * [-4, 4], where erf already rounds to +-1 in f32 outside; NaN passes
- * through the clamp unchanged.
- */
-static inline float
-erf_f32(float x)
-{
-	x = x < -4.f ? -4.f : x > 4.f ? 4.f : x;
-	float x2 = x * x;
-	float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-	p = p * x2 + -2.10102402082508e-06f;
-	p = p * x2 + -5.69250639462346e-05f;
-	p = p * x2 + -7.34990630326855e-04f;
-	p = p * x2 + -2.95459980854025e-03f;
-	p = p * x2 + -1.60960333262415e-02f;
-	p *= x;
-	float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-	q = q * x2 + -1.68282697438203e-03f;
-	q = q * x2 + -7.37332916720468e-03f;
-	q = q * x2 + -1.42647390514189e-02f;
-	return p / q;
-}
-
 void
 taprt_op_Erf(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	case TAPRT_F32: MAP(float, erf_f32(v))
+	case TAPRT_F32: MAP(float, taprt_erf_f32(v))
 	case TAPRT_F64: MAP(double, erf(v))
 	default:
 		break;
@@ -219,13 +194,17 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 	taprt_bad_dtype(cx, n, "Selu", n->in[0]->dtype);
 }
 
+/* fmax(0, fmin(1, t)) as selects that vectorize (NaN -> 1, like fmin) */
+#define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
+
 void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 {
 	const float alpha = taprt_attr_float(n, "alpha", 0.2f);
 	const float beta = taprt_attr_float(n, "beta", 0.5f);
 	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, fmax(0, fmin(1, alpha * v + beta)))
+	/* fmax(0, fmin(1, t)) without the calls: NaN gives 1, as fmin's does */
+	FLOAT_TYPES(MAP_CASE, CLAMP01(alpha * v + beta))
 	default:
 		break;
 	}
@@ -236,7 +215,7 @@ void
 taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v * fmax(0, fmin(1, v / 6 + 0.5f)))
+	FLOAT_TYPES(MAP_CASE, v * CLAMP01(v * (1.0f / 6) + 0.5f))
 	default:
 		break;
 	}
@@ -542,6 +521,28 @@ bcast_run(const taprt_tensor *out, int nx, const taprt_tensor *const *x, rowfn *
 	int64_t len = dim[r - 1];
 	size_t ystep = (size_t)len * (size_t)taprt_dtype_size(out->dtype);
 	char *y = out->data;
+	if (TAPRT_PAR(out->numel)) {
+		/* threads: chunks of one long row, or rows found from their index */
+		int64_t rows = out->numel / len, ye = taprt_dtype_size(out->dtype);
+		int64_t xe[3];
+		for (int k = 0; k < nx; k++)
+			xe[k] = taprt_dtype_size(x[k]->dtype);
+		int64_t chunk = rows == 1 ? 4096 : len, pieces = rows == 1 ? (len + 4095) / 4096 : rows;
+		#pragma omp parallel for schedule(static)
+		for (int64_t i = 0; i < pieces; i++) {
+			const char *q[3];
+			int64_t lo = rows == 1 ? i * chunk : 0, n = rows == 1 ? (len - lo < chunk ? len - lo : chunk) : len;
+			for (int k = 0; k < nx; k++) {
+				q[k] = p[k] + lo * in[k] * xe[k];
+				for (int64_t d = r - 2, rr = i; rows > 1 && d >= 0; d--) {
+					q[k] += rr % dim[d] * step[k][d];
+					rr /= dim[d];
+				}
+			}
+			f((char *)y + (rows == 1 ? lo : i * len) * ye, q, in, n, arg);
+		}
+		return;
+	}
 	for (;;) {
 		f(y, p, in, len, arg);
 		y += ystep;

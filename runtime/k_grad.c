@@ -5,7 +5,7 @@
  * GatherGrad, GatherElementsGrad and SliceGrad (docs/training.md).
  *
  * Needs: shapes and attributes checked by tapc (ir/infer_train.c);
- * OpenBLAS for ConvGradWeight's products.  f32 and f64.  Each kernel is
+ * the runtime's GEMM (gemm.c) for ConvGradWeight's products.  f32 and f64.  Each kernel is
  * the adjoint of the forward kernel as written in k_nn.c and k_reduce.c:
  * MaxPool's first maximum on ties, AveragePool's divisor (taps inside the
  * input, or inside the pads with count_include_pad), LayerNormalization's
@@ -13,7 +13,6 @@
  * order of dY's elements on one thread, so results are the same on every
  * run.  Sums over a row accumulate in double.
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -415,15 +414,13 @@ FLOAT_TYPES(IM2COL)
 static void
 gemm_nt_f32(int64_t M, int64_t N, int64_t K, const float *a, const float *b, float *c)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K,
-	    1.0f, a, (blasint)K, b, (blasint)K, 1.0f, c, (blasint)N);
+	taprt_sgemm(false, true, M, N, K, 1.0f, a, K, b, K, 1.0f, c, N);
 }
 
 static void
 gemm_nt_f64(int64_t M, int64_t N, int64_t K, const double *a, const double *b, double *c)
 {
-	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K,
-	    1.0, a, (blasint)K, b, (blasint)K, 1.0, c, (blasint)N);
+	taprt_dgemm(false, true, M, N, K, 1.0, a, K, b, K, 1.0, c, N);
 }
 
 /* dW_g[Mg, Cg*KK] = sum over images of dY_g[Mg, P] @ col_g[Cg*KK, P]^T. */

@@ -315,6 +315,12 @@ gather_nearest(const taprt_tensor *x, taprt_tensor *y, axis_taps *ax, int64_t *c
 	int64_t last = y->dims[r - 1], rows = y->numel / last, idx[TAPRT_MAX_RANK] = {0};
 	const char *xs = x->data;
 	char *yp = y->data;
+	const int64_t *lo = off[r - 1];
+	/* the last axis doubled exactly (a 2x upsample): y[2j] = y[2j+1] = x[j] */
+	bool twice = last == 2 * x->dims[r - 1] && !ax[r - 1].any_oob;
+	for (int64_t j = 0; j < last && twice; j++)
+		twice = lo[j] == j / 2;
+	int64_t prev = -1;              /* the source row of the previous output row */
 	for (int64_t row = 0; row < rows; row++, yp += last * es) {
 		int64_t base = 0;
 		bool oob = false;
@@ -322,8 +328,20 @@ gather_nearest(const taprt_tensor *x, taprt_tensor *y, axis_taps *ax, int64_t *c
 			base += off[d][idx[d]];
 			oob = oob || ax[d].oob[idx[d]];
 		}
-		const int64_t *lo = off[r - 1];
 		const unsigned char *lb = ax[r - 1].oob;
+		if (!oob && base == prev) { /* an upsampled row: the one before again */
+			memcpy(yp, yp - last * es, last * es);
+		} else if (es == 4 && !oob && twice) {
+			const uint32_t *xw = (const uint32_t *)xs + base;
+			uint32_t *yw = (uint32_t *)yp;
+			for (int64_t j = 0; j < last / 2; j++)
+				yw[2 * j] = yw[2 * j + 1] = xw[j];
+		} else if (es == 4 && !oob && !ax[r - 1].any_oob) { /* f32 and friends: a plain gather */
+			const uint32_t *xw = (const uint32_t *)xs + base;
+			uint32_t *yw = (uint32_t *)yp;
+			for (int64_t j = 0; j < last; j++)
+				yw[j] = xw[lo[j]];
+		} else
 		switch (es) {
 #define GATHER(T)                                                                 \
 		for (int64_t j = 0; j < last; j++)                                \
@@ -336,6 +354,7 @@ gather_nearest(const taprt_tensor *x, taprt_tensor *y, axis_taps *ax, int64_t *c
 		default: GATHER(uint64_t)
 #undef GATHER
 		}
+		prev = oob ? -1 : base;
 		for (int d = r - 2; d >= 0 && ++idx[d] == y->dims[d]; d--)
 			idx[d] = 0;
 	}
@@ -353,6 +372,10 @@ pass_##s(const T *src, T *dst, int64_t outer, int64_t inner, const axis_taps *t)
 			T *dr = dst + (o * t->out + j) * inner;                   \
 			const int64_t *ix = t->idx + j * K;                       \
 			const double *w = t->w + j * K;                           \
+			if (inner == 1 && K == 2) { /* linear along the last axis */ \
+				dr[0] = (T)w[0] * sp[ix[0]] + (T)w[1] * sp[ix[1]]; \
+				continue;                                         \
+			}                                                         \
 			if (inner == 1) {                                         \
 				T acc = 0;                                        \
 				for (int64_t k = 0; k < K; k++)                   \
@@ -470,9 +493,11 @@ resize(taprt_ctx *cx, const taprt_node *n, const char *op)
 		gather_nearest(x, y, ax, off, ev);
 		return;
 	}
-	/* the separable passes, shrinking axes first */
+	/* the separable passes, shrinking axes first; between axes that grow
+	 * alike, the inner one first (its pass is element by element, so
+	 * better on the smaller tensor; the others run along whole rows) */
 	int order[TAPRT_MAX_RANK], np = 0;
-	for (int d = 0; d < r; d++)
+	for (int d = r - 1; d >= 0; d--)
 		if (!ax[d].ident)
 			order[np++] = d;
 	for (int i = 1; i < np; i++)

@@ -2,7 +2,7 @@
  * k_nn.c - the compute-heavy kernels: MatMul, Gemm, Conv, ConvTranspose and
  * the pools.
  *
- * Needs: OpenBLAS's cblas for f32/f64 products (configure passes its flags).
+ * Needs: the runtime's GEMM (gemm.c) for f32/f64 products.
  * Output shapes are set by tapc, so every kernel walks the output positions
  * and derives windows from strides and pads; nothing here infers a shape.
  *
@@ -11,11 +11,12 @@
  * [T,d] @ [d,T]) are a loop of sgemm calls.  Integer MatMul/Gemm use a
  * naive loop.
  * Conv is im2col + gemm per image and group, with a per-thread scratch
- * buffer (ranks run as threads); a 1x1 stride-1 unpadded Conv skips im2col.
+ * buffer (ranks run as threads); a 1x1 stride-1 unpadded Conv skips im2col;
+ * depthwise and 1x1 convolutions have their own kernels (conv_dw.c,
+ * conv_pw.c), the large ones oneDNN's (conv_dnnl.c).
  * ConvTranspose is the adjoint: one gemm W^T @ X per image and group into
  * the scratch buffer, then col2im adds each product into its output pixel.
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -50,18 +51,14 @@ static void
 sgemm_nn(int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
     const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0f, a, (blasint)lda, b, (blasint)ldb,
-	    0.0f, c, (blasint)ldc);
+	taprt_sgemm(false, false, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 static void
 dgemm_nn(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,
     const double *b, int64_t ldb, double *c, int64_t ldc)
 {
-	cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
-	    c, (blasint)ldc);
+	taprt_dgemm(false, false, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /*
@@ -179,6 +176,22 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 	case TAPRT_F32: {
 		const float *ad = a->data, *bd = b->data;
 		float *yd = y->data;
+		/* attention's per-head products: too small for the library to
+		 * thread, so the batch is split across the rank's threads */
+		if (batch > 1 && M * N * K <= (1 << 22) && TAPRT_PAR(batch * M * N)) {
+			#pragma omp parallel for schedule(static)
+			for (int64_t i = 0; i < batch; i++) {
+				int64_t ix[TAPRT_MAX_RANK], r = i, pa = 0, pb = 0;
+				for (int d = nb - 1; d >= 0; d--) {
+					ix[d] = r % y->dims[d];
+					r /= y->dims[d];
+					pa += ix[d] * sa[d];
+					pb += ix[d] * sb[d];
+				}
+				sgemm_nn(M, N, K, ad + pa, K, bd + pb, N, yd + i * mn, N);
+			}
+			break;
+		}
 		for (int64_t i = 0; i < batch; i++) {
 			sgemm_nn(M, N, K, ad + oa, K, bd + ob, N, yd + i * mn, N);
 			next_index(nb, y->dims, idx, sa, &oa, sb, &ob);
@@ -205,6 +218,39 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 			next_index(nb, y->dims, idx, sa, &oa, sb, &ob);
 		}
 	}
+}
+
+/*
+ * FusedMatMul: act(A @ B + bias + Z), the product by MatMul's kernel and
+ * the rest on each output row (bias along the last dim, Z shaped like Y).
+ */
+void
+taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *bias = taprt_input(n, 2), *z = taprt_input(n, 3);
+	taprt_tensor *y = n->out[0];
+	taprt_act act;
+	if (y->dtype != TAPRT_F32 || taprt_act_get(cx, n, &act) != 0) {
+		taprt_fail(cx, "node '%s' (FusedMatMul): expected f32 and a known activation",
+		    n->name);
+		return;
+	}
+	int64_t N = y->rank ? y->dims[y->rank - 1] : 1;
+	if ((bias && bias->numel != N) || (z && z->numel != y->numel)) {
+		taprt_fail(cx, "node '%s' (FusedMatMul): bias of %lld or residual of %lld elements"
+		    " do not fit the output's %lld", n->name, (long long)(bias ? bias->numel : 0),
+		    (long long)(z ? z->numel : 0), (long long)y->numel);
+		return;
+	}
+	taprt_op_MatMul(cx, n);
+	if (cx->error[0] || y->numel == 0)
+		return;
+	float *yd = y->data;
+	const float *bd = bias ? bias->data : NULL, *zd = z ? z->data : NULL;
+	int64_t rows = y->numel / N;
+	#pragma omp parallel for if (TAPRT_PAR(y->numel)) schedule(static)
+	for (int64_t r = 0; r < rows; r++)
+		taprt_epilogue_vec_f32(yd + r * N, N, bd, zd ? zd + r * N : NULL, &act);
 }
 
 /* y[M,N] = beta * c broadcast (scalar, [N], [1,N], [M,1], [M,N]). */
@@ -262,19 +308,13 @@ taprt_op_Gemm(taprt_ctx *cx, const taprt_node *n)
 		return;
 	}
 	float yb = have_c ? 1.0f : 0.0f;
-	CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans;
-	CBLAS_TRANSPOSE ctb = tb ? CblasTrans : CblasNoTrans;
-	blasint lda = (blasint)a->dims[1], ldb = (blasint)b->dims[1];
+	int64_t lda = a->dims[1], ldb = b->dims[1];
 	switch (y->dtype) {
 	case TAPRT_F32:
-		cblas_sgemm(CblasRowMajor, cta, ctb, (blasint)M, (blasint)N,
-		    (blasint)K, alpha, a->data, lda, b->data, ldb, yb, y->data,
-		    (blasint)N);
+		taprt_sgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data, N);
 		break;
 	case TAPRT_F64:
-		cblas_dgemm(CblasRowMajor, cta, ctb, (blasint)M, (blasint)N,
-		    (blasint)K, alpha, a->data, lda, b->data, ldb, yb, y->data,
-		    (blasint)N);
+		taprt_dgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data, N);
 		break;
 	default:
 		/* element strides of op(A) rows/cols and op(B) rows/cols */
@@ -423,6 +463,446 @@ im2col_##s(const T *x, int64_t C, const geom *g, T *col)                  \
 FLOAT_TYPES(IM2COL)
 #undef IM2COL
 
+
+/* ------------------------------------------------ activations, epilogues */
+
+int
+taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a)
+{
+	const char *s = taprt_attr_str(n, "activation", "");
+	const taprt_attr *p = taprt_attr_get(n, "activation_params");
+	float p0 = p && p->n > 0 ? p->fs[0] : 0, p1 = p && p->n > 1 ? p->fs[1] : 0;
+	*a = (taprt_act){TAPRT_ACT_NONE, 0, 0};
+	if (!*s)
+		return 0;
+	if (!strcmp(s, "Relu"))
+		a->kind = TAPRT_ACT_RELU;
+	else if (!strcmp(s, "Clip"))
+		*a = (taprt_act){TAPRT_ACT_CLIP, p && p->n > 0 ? p0 : -INFINITY,
+			p && p->n > 1 ? p1 : INFINITY};
+	else if (!strcmp(s, "HardSigmoid"))
+		*a = (taprt_act){TAPRT_ACT_HARDSIGMOID, p && p->n > 0 ? p0 : 0.2f,
+			p && p->n > 1 ? p1 : 0.5f};
+	else if (!strcmp(s, "HardSwish"))
+		a->kind = TAPRT_ACT_HARDSWISH;
+	else if (!strcmp(s, "LeakyRelu"))
+		*a = (taprt_act){TAPRT_ACT_LEAKYRELU, p && p->n > 0 ? p0 : 0.01f, 0};
+	else if (!strcmp(s, "Gelu"))
+		a->kind = TAPRT_ACT_GELU;
+	else
+		return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
+	return 0;
+}
+
+#define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
+
+/* EPI(expression of v) for a's activation, the same expressions as
+ * k_elementwise.c's kernels: one loop per activation, so each vectorizes. */
+#define ACT_SWITCH(a, EPI)                                                \
+	const float lo = (a)->a, hi = (a)->b;                             \
+	switch ((a)->kind) {                                              \
+	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)                           \
+	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)           \
+	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))             \
+	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v * (1.0f / 6) + 0.5f)) \
+	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)                 \
+	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f) \
+	default: EPI(v)                                                   \
+	}
+
+/* y[i] = act(y[i] + bias + z[i]) */
+TAPRT_CLONES void
+taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
+    const taprt_act *a)
+{
+#define EPI(EXPR)                                                         \
+	if (z)                                                            \
+		for (int64_t i = 0; i < n; i++) {                         \
+			float v = y[i] + bias + z[i];                     \
+			y[i] = EXPR;                                      \
+		}                                                         \
+	else                                                              \
+		for (int64_t i = 0; i < n; i++) {                         \
+			float v = y[i] + bias;                            \
+			y[i] = EXPR;                                      \
+		}                                                         \
+	return;
+	ACT_SWITCH(a, EPI)
+#undef EPI
+}
+
+TAPRT_CLONES void
+taprt_epilogue_vec_f32(float *restrict y, int64_t n, const float *restrict bias,
+    const float *restrict z, const taprt_act *a)
+{
+#define EPI(EXPR)                                                         \
+	for (int64_t i = 0; i < n; i++) {                                 \
+		float v = y[i];                                           \
+		if (bias)                                                 \
+			v += bias[i];                                     \
+		if (z)                                                    \
+			v += z[i];                                        \
+		y[i] = EXPR;                                              \
+	}                                                                 \
+	return;
+	ACT_SWITCH(a, EPI)
+#undef EPI
+}
+
+/* ----------------------------------------------------------------- Conv */
+
+/*
+ * Direct 2-D convolution for strides 1 and 2, dilation 1: a plane is
+ * copied once into a zero-padded buffer (for stride 2 as four phase
+ * planes: even/odd rows x even/odd columns), so that every tap reads one
+ * contiguous run: acc[i] += w * src[i + tap offset] over the whole plane at
+ * the buffer's row pitch -- long loops that vectorize even on 7x7 planes --
+ * and the valid columns of acc are the output.  Small convolutions (few
+ * input channels and taps, where im2col and a GEMM call cost more than the
+ * arithmetic) and depthwise ones with a channel multiplier run this way.
+ */
+typedef struct {
+	int64_t hp, wp;                 /* the padded extent the output reads */
+	int64_t hq, wq;                 /* a phase plane's extent (stride 2) */
+	int64_t pitch, len;             /* acc's row pitch; acc elements used */
+	int64_t plane;                  /* floats of one padded plane (+ phases) */
+} dplan;
+
+static void
+dplan_get(const geom *g, dplan *d)
+{
+	d->hp = (g->out[1] - 1) * g->st[1] + g->k[1];
+	d->wp = (g->out[2] - 1) * g->st[2] + g->k[2];
+	d->hq = (d->hp + 1) / 2 + 1;
+	d->wq = (d->wp + 1) / 2 + 1;
+	d->pitch = g->st[1] == 1 ? d->wp : d->wq;
+	d->len = (g->out[1] - 1) * d->pitch + g->out[2];
+	d->plane = g->st[1] == 1 ? d->hp * d->wp : 4 * d->hq * d->wq;
+}
+
+static bool
+direct_ok(const geom *g)
+{
+	return g->in[0] == 1 && g->k[0] == 1 && g->dil[1] == 1 && g->dil[2] == 1 &&
+	    (g->st[1] == 1 || g->st[1] == 2) && g->st[2] == g->st[1];
+}
+
+/* Pad plane x into buf (dplan's plane floats); src[0] (stride 1) or
+ * src[0..3] (stride 2, phase (a, b) at a * 2 + b: the padded plane's rows
+ * a, a+2, ... and columns b, b+2, ...) get the planes taps read.  The
+ * rows stay loops, not memcpy/memset calls: they are 8 to 113 floats, and
+ * the calls cost more than the copies (a quarter of an 8x8 Conv's time). */
+TAPRT_CLONES __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void
+pad_plane_f32(const float *restrict x, const geom *g, const dplan *d, float *restrict buf,
+    const float **src)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], PH = g->pb[1], PW = g->pb[2];
+	const int s = (int)g->st[1];
+	const int64_t rows = s == 1 ? d->hp : d->hq, cols = s == 1 ? d->wp : d->wq;
+	for (int a = 0; a < s; a++)
+		for (int b = 0; b < s; b++) {
+			float *restrict q = buf + (a * s + b) * rows * cols;
+			src[a * s + b] = q;
+			/* column c reads input column s*c + b - PW: inside for c in [c0, c1) */
+			int64_t c0 = (PW - b + s - 1) / s, c1 = (IW + PW - b + s - 1) / s;
+			c0 = c0 < 0 ? 0 : c0 > cols ? cols : c0;
+			c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
+			for (int64_t r = 0; r < rows; r++) {
+				float *restrict row = q + r * cols;
+				int64_t ih = s * r + a - PH;
+				if (ih < 0 || ih >= IH) {
+					for (int64_t c = 0; c < cols; c++)
+						row[c] = 0;
+					continue;
+				}
+				const float *restrict xr = x + ih * IW + b - PW;
+				for (int64_t c = 0; c < c0; c++)
+					row[c] = 0;
+				if (s == 1)
+					for (int64_t c = c0; c < c1; c++)
+						row[c] = xr[c];
+				else
+					for (int64_t c = c0; c < c1; c++)
+						row[c] = xr[2 * c];
+				for (int64_t c = c1; c < cols; c++)
+					row[c] = 0;
+			}
+		}
+}
+
+/* The run tap (kh, kw) reads from the padded planes. */
+static inline const float *
+tap_src(const float **src, const geom *g, const dplan *d, int64_t kh, int64_t kw)
+{
+	return g->st[1] == 1 ? src[0] + kh * d->pitch + kw :
+	    src[(kh & 1) * 2 + (kw & 1)] + (kh >> 1) * d->pitch + (kw >> 1);
+}
+
+/* y's plane from acc: the valid columns, with bias, residual, activation,
+ * in one pass (a memcpy per row and an epilogue call cost more than the
+ * arithmetic on 8x8 planes). */
+TAPRT_CLONES static void
+unpad_f32(const float *restrict acc, int64_t pitch, int64_t OH, int64_t OW, float *restrict y,
+    float bias, const float *restrict z, const taprt_act *a)
+{
+#define EPI(EXPR)                                                         \
+	for (int64_t oh = 0; oh < OH; oh++, acc += pitch, y += OW) {      \
+		if (z)                                                    \
+			for (int64_t i = 0; i < OW; i++) {                \
+				float v = acc[i] + bias + z[i];           \
+				y[i] = EXPR;                              \
+			}                                                 \
+		else                                                      \
+			for (int64_t i = 0; i < OW; i++) {                \
+				float v = acc[i] + bias;                  \
+				y[i] = EXPR;                              \
+			}                                                 \
+		if (z)                                                    \
+			z += OW;                                          \
+	}                                                                 \
+	return;
+	ACT_SWITCH(a, EPI)
+#undef EPI
+}
+
+/*
+ * The direct kernel proper: out[m][i] = sum over channels c and taps t of
+ * w[m][c][t] * plane_c[i + off(t)], for i in blocks of 16 (one AVX-512
+ * vector; two AVX2 or four SSE ones in the other clones) and up to 8
+ * filters at a time, so each loaded input vector feeds 8 accumulators held
+ * in registers.  planes holds Cg padded planes `stride` floats apart, with
+ * slack after the last one for the rounded-up blocks (whose extra columns
+ * are never output).
+ */
+typedef float v16f __attribute__((vector_size(64), aligned(4)));
+
+static inline __attribute__((always_inline)) void
+direct_block_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
+    int64_t ntaps, const float *restrict w, int64_t Cg, float *restrict out, int64_t lenr,
+    int64_t m0, int mb)
+{
+	for (int64_t i0 = 0; i0 < lenr; i0 += 16) {
+		v16f acc[8] = {{0}};
+		for (int64_t c = 0; c < Cg; c++) {
+			const float *pc = planes + c * stride + i0;
+			const float *wc = w + (m0 * Cg + c) * ntaps;
+			for (int64_t t = 0; t < ntaps; t++) {
+				v16f v = *(const v16f *)(pc + off[t]);
+				for (int mm = 0; mm < mb; mm++)
+					acc[mm] += wc[mm * Cg * ntaps + t] * v;
+			}
+		}
+		for (int mm = 0; mm < mb; mm++)
+			*(v16f *)(out + (m0 + mm) * lenr + i0) = acc[mm];
+	}
+}
+
+/* fp-contract: the multiply-adds as fused ones (-std=c11 turns the
+ * contraction off) */
+TAPRT_CLONES __attribute__((optimize("fp-contract=fast"))) static void
+direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
+    int64_t ntaps, const float *restrict w, int64_t Cg, int64_t Mg, float *restrict out,
+    int64_t lenr)
+{
+	if (Mg == 1) { /* depthwise: one accumulator, the taps' loads are the cost */
+		for (int64_t i0 = 0; i0 < lenr; i0 += 16) {
+			v16f acc = {0};
+			for (int64_t c = 0; c < Cg; c++)
+				for (int64_t t = 0; t < ntaps; t++)
+					acc += w[c * ntaps + t] * *(const v16f *)(planes + c * stride + off[t] + i0);
+			*(v16f *)(out + i0) = acc;
+		}
+		return;
+	}
+	for (int64_t m0 = 0; m0 < Mg; m0 += 8) {
+		/* a whole block of 8 with constant bounds, so that the filter
+		 * loop unrolls without a test per multiply-add */
+		if (Mg - m0 >= 8)
+			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, lenr, m0, 8);
+		else
+			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, lenr, m0,
+			    (int)(Mg - m0));
+	}
+}
+
+/* One image's group of a direct Conv: Mg filters over Cg channels; buf
+ * holds direct_buf_floats(). */
+static int64_t
+direct_lenr(const dplan *d)
+{
+	return (d->len + 15) & ~(int64_t)15;
+}
+
+static int64_t
+direct_buf_floats(const dplan *d, int64_t Cg, int64_t Mg)
+{
+	return Cg * d->plane + 64 + Mg * direct_lenr(d) + 16;
+}
+
+static void
+direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
+    int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act)
+{
+	const int64_t KH = g->k[1], KW = g->k[2], KK = KH * KW, P = g->osz;
+	const int64_t lenr = direct_lenr(d);
+	float *planes = buf, *acc = buf + Cg * d->plane + 64;
+	int64_t off[64];
+	const float *src[4];
+	/* the taps' offsets, from channel 0's plane: the same in every plane */
+	const float *other[4];
+	for (int64_t c = Cg - 1; c >= 0; c--)
+		pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, c ? other : src);
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++)
+			off[kh * KW + kw] = tap_src(src, g, d, kh, kw) - planes;
+	for (int64_t i = Cg * d->plane; i < Cg * d->plane + 64; i++)
+		planes[i] = 0;
+	direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr);
+	for (int64_t m = 0; m < Mg; m++)
+		unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P, bias ? bias[m] : 0,
+		    z ? z + m * P : NULL, act);
+}
+
+/* The same, any stride and dilation: each output row accumulates its taps'
+ * input rows over the columns whose tap lies inside the input. */
+static void
+dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float b0)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
+	const int64_t DH = g->dil[1], DW = g->dil[2], PH = g->pb[1], PW = g->pb[2];
+	for (int64_t oh = 0; oh < OH; oh++) {
+		float *yr = y + oh * OW;
+		for (int64_t ow = 0; ow < OW; ow++)
+			yr[ow] = b0;
+		for (int64_t kh = 0; kh < KH; kh++) {
+			int64_t ih = oh * SH - PH + kh * DH;
+			if (ih < 0 || ih >= IH)
+				continue;
+			const float *xr = x + ih * IW;
+			for (int64_t kw = 0; kw < KW; kw++) {
+				int64_t base = kw * DW - PW;
+				int64_t lo = ceil_clamp(-base, SW, OW), hi = ceil_clamp(IW - base, SW, OW);
+				for (int64_t ow = lo; ow < hi; ow++)
+					yr[ow] += w[kh * KW + kw] * xr[ow * SW + base];
+			}
+		}
+	}
+}
+
+/*
+ * Conv in f32: y = act(conv(x, w) + bias + z) (z, the residual, and act
+ * from FusedConv; NULL and none for Conv).  Depthwise 2-D convolutions run
+ * conv_dw.c's kernel; small ones the direct kernel above; a 1x1 stride-1
+ * unpadded Conv is W_g[Mg, Cg] @ X_g[Cg, P] on the input as it is
+ * (conv_pw.c's kernel from 128 pixels on, else one GEMM); the GEMM-sized
+ * ones oneDNN's; the rest im2col + GEMM.  The epilogue runs on each
+ * group's rows right after its GEMM, while they are in cache.
+ */
+static int
+conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, const float *bias,
+    const float *z, float *y, int64_t N, int64_t C, int64_t M, int64_t G, const geom *g,
+    const taprt_act *act)
+{
+	int64_t Cg = C / G, Mg = M / G;
+	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->osz;
+	bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
+	/* depthwise 2-D: on 16-channel blocks (conv_dw.c) */
+	if (Cg == 1 && Mg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
+		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
+			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		int rc = taprt_conv_dw_f32(x, w, bias, z, y, &c2, act);
+		if (rc)
+			return rc > 0 ? 0 : -1;
+	}
+	bool direct = KK == 1 && g->isz == P;
+	for (int d = 0; d < 3; d++)
+		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
+	/* 1x1: the product and epilogue in one pass (conv_pw.c), from one
+	 * vector of pixels (a 1x1 plane is a gemv) */
+	if (direct && P >= 16) {
+		int rc = 1;
+		for (int64_t b = 0; b < N && rc > 0; b++)
+			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
+				int64_t o = (b * M + gi * Mg) * P;
+				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, x + (b * C + gi * Cg) * P,
+				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
+			}
+		if (rc)
+			return rc > 0 ? 0 : -1;
+	}
+	/* oneDNN's kernels (conv_dnnl.c), when the build has them, for 2-D
+	 * kernels over 16 channels and filters or more (its vectors hold 16
+	 * channels: 4x16x8x8 -> 16 3x3 in 7 us there, 11 in the direct
+	 * kernel; with 8 channels the direct kernel is faster) and for the
+	 * GEMM-sized rest */
+	dplan d;
+	dplan_get(g, &d);
+	bool small = direct_ok(g) && KK > 1 && KK <= 64 &&
+	    Cg * d.plane <= (Mg <= 32 ? 1 << 18 : 65536) &&
+	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000);
+	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 &&
+	    ((KK > 1 && C >= 16 && M >= 16) || (!small && M * C * KK * P * N >= (int64_t)1 << 21))) {
+		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
+			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		int rc = taprt_conv_dnnl(cx, n, x, w, bias, z, y, &c2, act);
+		if (rc)
+			return rc > 0 ? 0 : -2;
+	}
+	/* direct: depthwise with a channel multiplier, or few enough channels
+	 * and taps that im2col and the GEMM call cost more than the arithmetic
+	 * (measured on the cnn, resnet and unet fixtures' 3..32-channel 3x3
+	 * convolutions); planes up to 1 MiB for up to 32 filters (an RGB
+	 * image's first 3x3: MobileNetV3's 16 filters 100 us here, 126 on
+	 * oneDNN; ResNet's 64 7x7 ones stay faster there, 1.14 ms against 1.38) */
+	if (small) {
+		int failed = 0;
+		/* groups (and images) in parallel, each thread with its scratch */
+		#pragma omp parallel for if (TAPRT_PAR(N * M * P) && N * G > 1) schedule(static)
+		for (int64_t bg = 0; bg < N * G; bg++) {
+			int64_t b = bg / G, gi = bg % G, o = (b * M + gi * Mg) * P;
+			float *buf = taprt_scratch(direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float));
+			if (!buf) {
+				failed = 1;
+				continue;
+			}
+			direct_group_f32(x + (b * C + gi * Cg) * g->isz, w + gi * Mg * Cg * KK,
+			    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf, act);
+		}
+		return failed ? -1 : 0;
+	}
+	if (Cg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t m = 0; m < M; m++) {
+				float *yp = y + (b * M + m) * P;
+				dw_plane_any_f32(x + (b * C + m / Mg) * g->isz, w + m * KK, yp, g,
+				    bias ? bias[m] : 0);
+				if (z || act->kind != TAPRT_ACT_NONE)
+					taprt_epilogue_f32(yp, P, 0, z ? z + (b * M + m) * P : NULL, act);
+			}
+		return 0;
+	}
+	float *col = NULL;
+	if (!direct && !(col = taprt_scratch((size_t)Cg * KK * P * sizeof(float))))
+		return -1;
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t gi = 0; gi < G; gi++) {
+			const float *xg = x + (b * C + gi * Cg) * g->isz;
+			float *yg = y + (b * M + gi * Mg) * P;
+			if (!direct)
+				im2col_f32(xg, Cg, g, col);
+			sgemm_nn(Mg, P, Cg * KK, w + gi * Mg * Cg * KK, Cg * KK, direct ? xg : col, P,
+			    yg, P);
+			if (epi) {
+				#pragma omp parallel for if (TAPRT_PAR(Mg * P)) schedule(static)
+				for (int64_t m = 0; m < Mg; m++)
+					taprt_epilogue_f32(yg + m * P, P, bias ? bias[gi * Mg + m] : 0,
+					    z ? z + (b * M + gi * Mg + m) * P : NULL, act);
+			}
+		}
+	return 0;
+}
+
 /* One Conv in type T: per image and group, W_g[Mg, Cg*KK] @ col[Cg*KK, P]. */
 #define CONV(T, s, gemm)                                                  \
 static int                                                                \
@@ -452,51 +932,72 @@ conv_##s(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t C, \
 		}                                                         \
 	return 0;                                                         \
 }
-CONV(float, f32, sgemm_nn)
 CONV(double, f64, dgemm_nn)
 #undef CONV
 
-void
-taprt_op_Conv(taprt_ctx *cx, const taprt_node *n)
+/* Conv and FusedConv: fused adds input 3 (the residual z, shaped like y)
+ * and applies the node's activation. */
+static void
+conv_op(taprt_ctx *cx, const taprt_node *n, const char *op, bool fused)
 {
 	const taprt_tensor *x = n->in[0], *w = n->in[1];
-	const taprt_tensor *b = n->nin > 2 ? n->in[2] : NULL;
+	const taprt_tensor *b = taprt_input(n, 2);
+	const taprt_tensor *z = fused ? taprt_input(n, 3) : NULL;
 	taprt_tensor *y = n->out[0];
 	int64_t G = taprt_attr_int(n, "group", 1);
 	int64_t C = x->dims[1], M = w->dims[0];
+	taprt_act act = {TAPRT_ACT_NONE, 0, 0};
 	geom g;
 
 	if (y->numel == 0)
 		return;
 	if (G < 1 || C % G || M % G || w->dims[1] != C / G) {
-		taprt_fail(cx, "node '%s' (Conv): group %lld does not divide %lld input"
-		    " channels and %lld filters of %lld channels", n->name, (long long)G,
+		taprt_fail(cx, "node '%s' (%s): group %lld does not divide %lld input"
+		    " channels and %lld filters of %lld channels", n->name, op, (long long)G,
 		    (long long)C, (long long)M, (long long)w->dims[1]);
 		return;
 	}
-	if (geom_get(cx, n, "Conv", x, y, w->dims + 2, &g))
+	if (geom_get(cx, n, op, x, y, w->dims + 2, &g))
 		return;
 	if (w->numel == 0) {
-		taprt_fail(cx, "node '%s' (Conv): empty filters", n->name);
+		taprt_fail(cx, "node '%s' (%s): empty filters", n->name, op);
+		return;
+	}
+	if (fused && (taprt_act_get(cx, n, &act) || (z && z->numel != y->numel) ||
+	    y->dtype != TAPRT_F32)) {
+		taprt_fail(cx, "node '%s' (%s): expected f32 and a residual shaped like the output",
+		    n->name, op);
 		return;
 	}
 	int rc;
 	switch (y->dtype) {
 	case TAPRT_F32:
-		rc = conv_f32(x->data, w->data, b ? b->data : NULL, y->data,
-		    x->dims[0], C, M, G, &g);
+		rc = conv_f32(cx, n, x->data, w->data, b ? b->data : NULL, z ? z->data : NULL,
+		    y->data, x->dims[0], C, M, G, &g, &act);
 		break;
 	case TAPRT_F64:
 		rc = conv_f64(x->data, w->data, b ? b->data : NULL, y->data,
 		    x->dims[0], C, M, G, &g);
 		break;
 	default:
-		unsupported(cx, n, "Conv", y->dtype);
+		unsupported(cx, n, op, y->dtype);
 		return;
 	}
-	if (rc)
-		taprt_fail(cx, "node '%s' (Conv): out of memory for the im2col buffer",
-		    n->name);
+	if (rc == -1)
+		taprt_fail(cx, "node '%s' (%s): out of memory for the im2col buffer",
+		    n->name, op);
+}
+
+void
+taprt_op_Conv(taprt_ctx *cx, const taprt_node *n)
+{
+	conv_op(cx, n, "Conv", false);
+}
+
+void
+taprt_op_FusedConv(taprt_ctx *cx, const taprt_node *n)
+{
+	conv_op(cx, n, "FusedConv", true);
 }
 
 /* ------------------------------------------------------- ConvTranspose */
@@ -643,18 +1144,14 @@ static void
 sgemm_tn(int64_t M, int64_t N, int64_t K, const float *a, int64_t lda,
     const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0f, a, (blasint)lda, b, (blasint)ldb,
-	    0.0f, c, (blasint)ldc);
+	taprt_sgemm(true, false, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 static void
 dgemm_tn(int64_t M, int64_t N, int64_t K, const double *a, int64_t lda,
     const double *b, int64_t ldb, double *c, int64_t ldc)
 {
-	cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)M,
-	    (blasint)N, (blasint)K, 1.0, a, (blasint)lda, b, (blasint)ldb, 0.0,
-	    c, (blasint)ldc);
+	taprt_dgemm(true, false, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 CONVT(float, f32, sgemm_tn)
@@ -734,12 +1231,41 @@ pool2d_simple(const geom *g)
 	return true;
 }
 
+/* The 2x2 stride-2 window (UNet's, ResNet-style downsampling): one output
+ * row from two input rows, with no per-tap loop; the same order of
+ * operations as the general loop below. */
+TAPRT_CLONES static void
+pool2x2_plane_f32(const float *restrict x, float *restrict y, int64_t IW, int64_t OH,
+    int64_t OW, bool avg)
+{
+	for (int64_t oh = 0; oh < OH; oh++, y += OW) {
+		const float *r0 = x + 2 * oh * IW, *r1 = r0 + IW;
+		if (avg)
+			for (int64_t ow = 0; ow < OW; ow++)
+				y[ow] = (((0 + r0[2 * ow]) + r0[2 * ow + 1]) + r1[2 * ow] + r1[2 * ow + 1]) / 4.0f;
+		else
+			for (int64_t ow = 0; ow < OW; ow++) {
+				float m = r0[2 * ow];
+				m = r0[2 * ow + 1] > m ? r0[2 * ow + 1] : m;
+				m = r1[2 * ow] > m ? r1[2 * ow] : m;
+				m = r1[2 * ow + 1] > m ? r1[2 * ow + 1] : m;
+				y[ow] = m;
+			}
+	}
+}
+
 static void
 pool2d_f32(const float *x, float *y, const geom *g, bool avg)
 {
 	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
 	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
 	const float count = (float)(KH * KW);
+	if (KH == 2 && KW == 2 && SH == 2 && SW == 2) {
+		#pragma omp parallel for if (TAPRT_PAR(g->planes * IH * IW)) schedule(static)
+		for (int64_t p = 0; p < g->planes; p++)
+			pool2x2_plane_f32(x + p * IH * IW, y + p * OH * OW, IW, OH, OW, avg);
+		return;
+	}
 	for (int64_t p = 0; p < g->planes; p++, x += IH * IW)
 		for (int64_t oh = 0; oh < OH; oh++)
 			for (int64_t ow = 0; ow < OW; ow++) {
@@ -752,6 +1278,63 @@ pool2d_f32(const float *x, float *y, const geom *g, bool avg)
 					}
 				*y++ = avg ? acc / count : acc;
 			}
+}
+
+/*
+ * Padded 2-D f32 MaxPool whose every window holds at least one input
+ * element (ResNet's 3x3 stride-2 pad-1 pool): like dw_plane_f32, each
+ * output row takes the maximum over its taps' input rows, along the
+ * output columns whose tap is inside the input.  NaN handling as the
+ * general loop's for windows starting at a number (a NaN first tap is
+ * not kept; rare enough, and onnxruntime does not keep it either).
+ */
+static bool
+maxpool2d_padded(const geom *g)
+{
+	if (g->in[0] != 1 || g->k[0] != 1)
+		return false;
+	for (int d = 1; d < 3; d++)
+		if (g->pb[d] >= g->k[d] || g->dil[d] != 1 ||
+		    (g->out[d] - 1) * g->st[d] - g->pb[d] >= g->in[d])
+			return false;
+	return true;
+}
+
+TAPRT_CLONES static void
+maxpool2d_plane_f32(const float *restrict x, float *restrict y, const geom *g)
+{
+	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
+	const int64_t PH = g->pb[1], PW = g->pb[2];
+	{
+		for (int64_t oh = 0; oh < OH; oh++, y += OW) {
+			for (int64_t ow = 0; ow < OW; ow++)
+				y[ow] = -INFINITY;
+			for (int64_t kh = 0; kh < KH; kh++) {
+				int64_t ih = oh * SH - PH + kh;
+				if (ih < 0 || ih >= IH)
+					continue;
+				const float *xr = x + ih * IW;
+				for (int64_t kw = 0; kw < KW; kw++) {
+					int64_t base = kw - PW;
+					int64_t lo = ceil_clamp(-base, SW, OW);
+					int64_t hi = ceil_clamp(IW - base, SW, OW);
+					for (int64_t ow = lo; ow < hi; ow++) {
+						float v = xr[ow * SW + base];
+						y[ow] = v > y[ow] ? v : y[ow];
+					}
+				}
+			}
+		}
+	}
+}
+
+static void
+maxpool2d_f32(const float *x, float *y, const geom *g)
+{
+	#pragma omp parallel for if (TAPRT_PAR(g->planes * g->isz)) schedule(static)
+	for (int64_t p = 0; p < g->planes; p++)
+		maxpool2d_plane_f32(x + p * g->isz, y + p * g->osz, g);
 }
 
 /*
@@ -812,6 +1395,10 @@ taprt_op_MaxPool(taprt_ctx *cx, const taprt_node *n)
 		return;
 	if (!ind && y->dtype == TAPRT_F32 && pool2d_simple(&g)) {
 		pool2d_f32(x->data, y->data, &g, false);
+		return;
+	}
+	if (!ind && y->dtype == TAPRT_F32 && maxpool2d_padded(&g)) {
+		maxpool2d_f32(x->data, y->data, &g);
 		return;
 	}
 	int64_t *id = ind ? ind->data : NULL;
@@ -896,15 +1483,25 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 	}
 }
 
-/* Global pools: one reduction over each contiguous [N, C] plane. */
+/* Global pools: one reduction over each contiguous [N, C] plane; the sum
+ * in 16 running partial sums, so that it vectorizes (an in-order float
+ * sum cannot be reordered by the compiler). */
 #define GLOBAL(E, T, s)                                                   \
-static void                                                               \
+TAPRT_CLONES static void                                                  \
 gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
 {                                                                         \
-	for (int64_t p = 0; p < planes; p++, x += sz) {                   \
-		T sum = 0;                                                \
-		for (int64_t i = 0; i < sz; i++)                          \
-			sum += x[i];                                      \
+	_Pragma("omp parallel for if (TAPRT_PAR(planes * sz)) schedule(static)") \
+	for (int64_t p = 0; p < planes; p++) {                            \
+		const T *xp = x + p * sz;                                 \
+		T part[16] = {0}, sum = 0;                                \
+		int64_t i = 0;                                            \
+		for (; i + 16 <= sz; i += 16)                             \
+			for (int l = 0; l < 16; l++)                      \
+				part[l] += xp[i + l];                     \
+		for (int l = 0; l < 16; l++)                              \
+			sum += part[l];                                   \
+		for (; i < sz; i++)                                       \
+			sum += xp[i];                                     \
 		y[p] = sum / (T)sz;                                       \
 	}                                                                 \
 }                                                                         \

@@ -430,8 +430,8 @@ taprt_op_ArgMin(taprt_ctx *cx, const taprt_node *n)
 
 /* ---------------------------------------------------- Softmax/LogSoftmax */
 
-/* One contiguous f32 row: the hot path (attention scores). */
-static void
+/* One contiguous f32 row: the hot path (attention scores).  x may be y. */
+TAPRT_CLONES static void
 softmax_row_f32(const float *x, float *y, int64_t len, bool logsm)
 {
 	float m = max_f32(x, len);
@@ -499,6 +499,7 @@ softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
 	if (X->dtype == TAPRT_F32 && inner == 1) {
 		const float *x = X->data;
 		float *y = n->out[0]->data;
+		#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
 		for (int64_t o = 0; o < outer; o++)
 			softmax_row_f32(x + o * len, y + o * len, len, logsm);
 		return;
@@ -524,6 +525,59 @@ void
 taprt_op_LogSoftmax(taprt_ctx *cx, const taprt_node *n)
 {
 	softmax(cx, n, true, "LogSoftmax");
+}
+
+/*
+ * FusedSoftmax: softmax along the last axis of t = X * scale (X / scale
+ * with divide) + mask, or where(mask, fill, X * scale) for a bool mask;
+ * the mask broadcasts to X (numpy).  t is built in the output row, then
+ * normalized in place: one pass over X instead of three nodes' worth.
+ */
+void
+taprt_op_FusedSoftmax(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0], *M = taprt_input(n, 1);
+	taprt_tensor *Y = n->out[0];
+	float scale = taprt_attr_float(n, "scale", 1.0f), fill = taprt_attr_float(n, "fill", 0.0f);
+	bool divide = taprt_attr_int(n, "divide", 0) != 0;
+	int r = X->rank;
+	if (X->dtype != TAPRT_F32 || r < 1 || (M && M->dtype != TAPRT_F32 && M->dtype != TAPRT_BOOL)) {
+		taprt_bad_dtype(cx, n, "FusedSoftmax", X->dtype);
+		return;
+	}
+	int64_t len = X->dims[r - 1], rows = len ? X->numel / len : 0;
+	int64_t sm[TAPRT_MAX_RANK] = {0};
+	if (M)
+		taprt_bcast_strides(M, X, sm);
+	const float *xd = X->data;
+	float *yd = Y->data;
+	#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
+	for (int64_t o = 0; o < rows; o++) {
+		const float *x = xd + o * len;
+		float *y = yd + o * len;
+		/* the mask's offset for row o: its index over the outer dims */
+		int64_t mo = 0, q = o;
+		for (int d = r - 2; d >= 0; d--) {
+			mo += q % X->dims[d] * sm[d];
+			q /= X->dims[d];
+		}
+		int64_t s = sm[r - 1];
+		if (!M)
+			for (int64_t i = 0; i < len; i++)
+				y[i] = divide ? x[i] / scale : x[i] * scale;
+		else if (M->dtype == TAPRT_F32) {
+			const float *m = (const float *)M->data + mo;
+			for (int64_t i = 0; i < len; i++)
+				y[i] = (divide ? x[i] / scale : x[i] * scale) + m[i * s];
+		} else {
+			const uint8_t *m = (const uint8_t *)M->data + mo;
+			for (int64_t i = 0; i < len; i++) {
+				float v = divide ? x[i] / scale : x[i] * scale;
+				y[i] = m[i * s] ? fill : v;
+			}
+		}
+		softmax_row_f32(y, y, len, false);
+	}
 }
 
 /* ----------------------------------------------------- normalizations */
@@ -617,10 +671,13 @@ taprt_op_LayerNormalization(taprt_ctx *cx, const taprt_node *n)
 		layernorm_generic(X, S, B, Y, M, IS, outer, len, eps);
 		return;
 	}
-	const float *x = X->data, *s = S->data, *b = B ? B->data : NULL;
-	float *y = Y->data;
+	const float *xd = X->data, *s = S->data, *b = B ? B->data : NULL;
+	float *yd = Y->data;
 	float rlen = 1.0f / (float)len;
-	for (int64_t o = 0; o < outer; o++, x += len, y += len) {
+	#pragma omp parallel for if (TAPRT_PAR(outer * len)) schedule(static)
+	for (int64_t o = 0; o < outer; o++) {
+		const float *x = xd + o * len;
+		float *y = yd + o * len;
 		float mean = sum_f32(x, len) * rlen;
 		float var = sumsq_f32(x, len, mean) * rlen;
 		float inv = 1.0f / sqrtf(var + (float)eps);
@@ -635,6 +692,14 @@ taprt_op_LayerNormalization(taprt_ctx *cx, const taprt_node *n)
 		if (IS)
 			((float *)IS->data)[o] = inv;
 	}
+}
+
+/* FusedLayerNorm: LayerNormalization's arithmetic, one output (fuse-norm
+ * makes it from the decomposed form, at any opset). */
+void
+taprt_op_FusedLayerNorm(taprt_ctx *cx, const taprt_node *n)
+{
+	taprt_op_LayerNormalization(cx, n);
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * k_rnn.c - the recurrent kernels: RNN, GRU and LSTM (ONNX opsets 1 to 14).
  *
- * Needs: OpenBLAS's cblas; f32 (tapc rejects other types at compile time).
+ * Needs: the runtime's GEMM (gemm.c); f32 (tapc rejects other types at compile time).
  * The input projection of every time step and both directions is one
  * sgemm, X[T*B, I] @ W^T -> [T*B, D*G*H] (W is [D, G*H, I], so both
  * directions are one [D*G*H, I] matrix), with the biases folded in where
@@ -19,7 +19,6 @@
  * clip bounds the gates' pre-activations (after biases and peepholes), not
  * the cell state that LSTM's h() reads, again as onnxruntime does.
  */
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
@@ -261,13 +260,7 @@ gemm_nt(int64_t M, int64_t N, int64_t K, const float *a, const float *b, float *
 			memset(c + i * ldc, 0, sizeof *c * N);
 		return;
 	}
-	if (M == 1) {
-		cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)N, (blasint)K, 1.0f, b,
-		    (blasint)K, a, 1, 0.0f, c, 1);
-		return;
-	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N,
-	    (blasint)K, 1.0f, a, (blasint)K, b, (blasint)K, 0.0f, c, (blasint)ldc);
+	taprt_sgemm(false, true, M, N, K, 1.0f, a, K, b, K, 0.0f, c, ldc);
 }
 
 /*

@@ -35,6 +35,9 @@
 #include <unistd.h>
 
 #include "runtime/internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 typedef struct {
 	const char *check, *inputs, *outputs, *backend, *model;
@@ -69,6 +72,7 @@ typedef struct {
 	int *dp_ranks;                  /* its DP group's */
 	void **in, **out;               /* its replica's rows; NULL: not its stage's */
 	long iters, warmup;
+	int threads;                    /* intra-op threads of this rank */
 	double ms;
 	int64_t peak;                   /* --memory-report: the arena's high-water mark */
 	bool reported;                  /* the failure is printed already */
@@ -208,6 +212,10 @@ rank_main(void *arg)
 		.comm = m->be->rank(m->world, a->rank), .tp_rank = c.tp_rank,
 		.tp_group = {m->l.tp, a->tp_ranks}, .stage = c.stage, .dp_rank = c.dp_rank,
 		.dp_group = {m->l.dp, a->dp_ranks}};
+	cx.intra_threads = m->o->threads > 0 ? m->o->threads : 1;
+#ifdef _OPENMP
+	omp_set_num_threads(cx.intra_threads); /* this rank thread's team */
+#endif
 	cx.arena = aligned(rp->arena_bytes);
 	cx.weights = aligned(rp->weight_bytes);
 	cx.inputs = a->in;
@@ -789,7 +797,8 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		}
 	}
 
-	taprt_blas_threads(o.threads);
+	taprt_gemm_threads(o.threads);
+	taprt_conv_threads(o.threads);
 	int started = 0;
 	for (int r = 0; r < m.count; r++, started++) {
 		if (m.count == 1)
@@ -834,10 +843,11 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		ms /= n;
 		int64_t batch = p->ninputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1;
 		if (root)
-			printf("%s: %ld %s, %.4f ms/%s, %.1f samples/s (batch %lld, %d rank%s)\n",
-			    p->name, n, o.bench ? "iterations" : "training steps", ms,
+			printf("%s: %ld %s, %.4f ms/%s, %.1f samples/s (batch %lld, %d rank%s, %d thread%s, "
+			    "%s)\n", p->name, n, o.bench ? "iterations" : "training steps", ms,
 			    o.bench ? "iteration" : "step", ms > 0 ? batch * 1e3 / ms : 0.0,
-			    (long long)batch, p->nranks, p->nranks == 1 ? "" : "s");
+			    (long long)batch, p->nranks, p->nranks == 1 ? "" : "s", o.threads,
+			    o.threads == 1 ? "" : "s", taprt_gemm_name());
 	}
 	rc = 0;
 	for (int i = 0; root && o.check && i < p->noutputs; i++)

@@ -18,7 +18,6 @@
  * is the rank's cx->tp_rank: all ranks of a TP group share one rank program
  * and differ only in q.
  */
-#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -226,8 +225,3 @@ taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 	return 0;
 }
 
-void
-taprt_blas_threads(int n)
-{
-	openblas_set_num_threads(n > 0 ? n : 1);
-}

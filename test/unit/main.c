@@ -36,7 +36,7 @@ fixture_graph_opt(const char *name, bool strip_names)
 	PassCtx cx = {.min_duplicate = 2};
 	PassOptions po = {.print_before = "", .print_after = "", .stop_after = "", .ir_dump_dir = ""};
 	diag_reset();
-	if (!pass_run_pipeline(g, &cx, PASS_DEFAULT_PIPELINE, &po)) {
+	if (!pass_run_pipeline(g, &cx, PASS_PLAN_PIPELINE ",verify", &po)) {
 		ir_free(g);
 		return NULL;
 	}

@@ -273,6 +273,54 @@ test_gemm(void)
 		}
 }
 
+/* One-row and one-column products (the library's gemv), every transpose,
+ * with alpha and beta: a classifier's [1,K] @ W^T and its transpose. */
+static void
+test_gemm_vector(void)
+{
+	enum { K = 37, L = 29 };
+	float a[K], w[L * K], wt[K * L], c[L], y[L], want[L];
+	seq(a, K, 3);
+	seq(w, L * K, 5);
+	seq(c, L, 7);
+	for (int j = 0; j < L; j++)
+		for (int k = 0; k < K; k++)
+			wt[k * L + j] = w[j * K + k];
+	for (int j = 0; j < L; j++) {
+		double s = 0;
+		for (int k = 0; k < K; k++)
+			s += (double)a[k] * w[j * K + k];
+		want[j] = (float)(0.5 * s + 2 * c[j]);
+	}
+	for (int col = 0; col < 2; col++)       /* y as [1,L], or as [L,1] */
+		for (int tr = 0; tr < 4; tr++) {
+			int ta = tr & 1, tb = tr >> 1;
+			taprt_tensor tx, tw, tc, ty;
+			if (!col) {     /* y[1,L] = a[1,K] @ W^T */
+				tx = rt_tensor(TAPRT_F32, a, 2, ta ? DIMS(K, 1) : DIMS(1, K));
+				tw = tb ? rt_tensor(TAPRT_F32, w, 2, DIMS(L, K)) :
+				    rt_tensor(TAPRT_F32, wt, 2, DIMS(K, L));
+				tc = rt_tensor(TAPRT_F32, c, 2, DIMS(1, L));
+				ty = rt_tensor(TAPRT_F32, y, 2, DIMS(1, L));
+			} else {        /* y[L,1] = W @ a[K,1] */
+				tx = ta ? rt_tensor(TAPRT_F32, wt, 2, DIMS(K, L)) :
+				    rt_tensor(TAPRT_F32, w, 2, DIMS(L, K));
+				tw = rt_tensor(TAPRT_F32, a, 2, tb ? DIMS(1, K) : DIMS(K, 1));
+				tc = rt_tensor(TAPRT_F32, c, 2, DIMS(L, 1));
+				ty = rt_tensor(TAPRT_F32, y, 2, DIMS(L, 1));
+			}
+			taprt_tensor *in[] = {&tx, &tw, &tc}, *out[] = {&ty};
+			taprt_attr at_[] = {A_FLOAT("alpha", 0.5f), A_FLOAT("beta", 2.0f),
+				A_INT("transA", ta), A_INT("transB", tb)};
+			taprt_node n = rt_node(in, 3, out, 1, at_, 4);
+			memset(y, 0, sizeof y);
+			taprt_op_Gemm(NULL, &n);
+			if (!close_f(y, want, L))
+				printf("  %s, transA %d transB %d\n", col ? "column" : "row", ta, tb);
+			CU_ASSERT(close_f(y, want, L));
+		}
+}
+
 /* Defaults (alpha = beta = 1), and integers through the naive loop. */
 static void
 test_gemm_int(void)
@@ -311,6 +359,7 @@ test_gemm_int(void)
 typedef struct {
 	int64_t n, c, m, g;             /* batch, channels, filters, groups */
 	int64_t in[3], k[3], st[3], dil[3], pb[3], out[3];
+	int64_t pe[3];                  /* pads at the end (fused_check) */
 } convcase;
 
 static void
@@ -488,6 +537,171 @@ test_conv_oracle(void)
 	taprt_attr at3l[] = {A_STR("auto_pad", "SAME_LOWER"),
 		A_INTS("strides", 1, 2, 1)};
 	CU_ASSERT(conv_check(&p3, 3, at3l, 2, false));
+}
+
+/*
+ * FusedConv against the oracle: y = act(conv(x, w) + b + z) with the
+ * activation applied in double here.  act "" leaves it out; z adds a
+ * residual shaped like y.
+ */
+static int
+fused_check(const convcase *p, const char *act, const float *actp, int nactp, bool z)
+{
+	int64_t cg = p->c / p->g, isz = p->in[1] * p->in[2], osz = p->out[1] * p->out[2];
+	int64_t ksz = p->k[1] * p->k[2], ny = p->n * p->m * osz;
+	float *x = malloc(p->n * p->c * isz * sizeof *x), *w = malloc(p->m * cg * ksz * sizeof *w);
+	float *b = malloc(p->m * sizeof *b), *zv = malloc(ny * sizeof *zv);
+	float *y = malloc(ny * sizeof *y), *want = malloc(ny * sizeof *want);
+	seq(x, p->n * p->c * isz, 5);
+	seq(w, p->m * cg * ksz, 3);
+	seq(b, p->m, 7);
+	seq(zv, ny, 11);
+	ref_conv(p, x, w, b, want);
+	for (int64_t i = 0; i < ny; i++) {
+		double v = (double)want[i] + (z ? zv[i] : 0);
+		if (!strcmp(act, "Relu"))
+			v = v > 0 ? v : 0;
+		else if (!strcmp(act, "Clip"))
+			v = v < actp[0] ? actp[0] : v > actp[1] ? actp[1] : v;
+		else if (!strcmp(act, "HardSigmoid"))
+			v = fmin(1, fmax(0, actp[0] * v + actp[1]));
+		else if (!strcmp(act, "HardSwish"))
+			v = v * fmin(1, fmax(0, v / 6 + 0.5));
+		else if (!strcmp(act, "LeakyRelu"))
+			v = v < 0 ? actp[0] * v : v;
+		else if (!strcmp(act, "Gelu"))
+			v = v * (erf(v / sqrt(2.0)) + 1) * 0.5;
+		want[i] = (float)v;
+	}
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(p->n, p->c, p->in[1], p->in[2]));
+	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(p->m, cg, p->k[1], p->k[2]));
+	taprt_tensor tb = rt_tensor(TAPRT_F32, b, 1, DIMS(p->m));
+	taprt_tensor tz = rt_tensor(TAPRT_F32, zv, 4, DIMS(p->n, p->m, p->out[1], p->out[2]));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(p->n, p->m, p->out[1], p->out[2]));
+	taprt_tensor *in[] = {&tx, &tw, &tb, z ? &tz : NULL}, *out[] = {&ty};
+	int64_t pads[4] = {p->pb[1], p->pb[2], p->pe[1], p->pe[2]};
+	taprt_attr at[7];
+	int nat = 0;
+	if (*act)
+		at[nat++] = (taprt_attr)A_STR("activation", act);
+	if (nactp)
+		at[nat++] = (taprt_attr){.name = "activation_params", .type = TAPRT_ATTR_FLOATS,
+			.n = nactp, .fs = actp};
+	at[nat++] = (taprt_attr){.name = "dilations", .type = TAPRT_ATTR_INTS, .n = 2,
+		.is = p->dil + 1};
+	at[nat++] = (taprt_attr)A_INT("group", p->g);
+	at[nat++] = (taprt_attr){.name = "kernel_shape", .type = TAPRT_ATTR_INTS, .n = 2,
+		.is = p->k + 1};
+	at[nat++] = (taprt_attr){.name = "pads", .type = TAPRT_ATTR_INTS, .n = 4, .is = pads};
+	at[nat++] = (taprt_attr){.name = "strides", .type = TAPRT_ATTR_INTS, .n = 2,
+		.is = p->st + 1};
+	taprt_ctx cx;
+	memset(&cx, 0, sizeof cx);
+	taprt_node n = rt_node(in, z ? 4 : 3, out, 1, at, nat);
+	taprt_op_FusedConv(&cx, &n);
+	int ok = !cx.error[0] && close_f(y, want, ny);
+	if (!ok)
+		printf("  n%lld c%lld m%lld g%lld %lldx%lld k%lldx%lld s%lld d%lld pads %lld,%lld,"
+		    "%lld,%lld %s%s: %s\n", (long long)p->n, (long long)p->c, (long long)p->m,
+		    (long long)p->g, (long long)p->in[1], (long long)p->in[2], (long long)p->k[1],
+		    (long long)p->k[2], (long long)p->st[1], (long long)p->dil[1],
+		    (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3],
+		    act, z ? " +z" : "", cx.error);
+	free(x);
+	free(w);
+	free(b);
+	free(zv);
+	free(y);
+	free(want);
+	return ok;
+}
+
+/* A 2-D case: n images, c channels, m filters in g groups, h x w input,
+ * kh x kw kernel, stride s, dilation d, pads t, l (begin) and bo, r (end). */
+static convcase
+case2d(int64_t n, int64_t c, int64_t m, int64_t g, int64_t h, int64_t w, int64_t kh,
+    int64_t kw, int64_t s, int64_t d, int64_t t, int64_t l, int64_t bo, int64_t r)
+{
+	convcase p = {.n = n, .c = c, .m = m, .g = g, .in = {1, h, w}, .k = {1, kh, kw},
+		.st = {1, s, s}, .dil = {1, d, d}, .pb = {0, t, l}, .pe = {0, bo, r}};
+	p.out[0] = 1;
+	p.out[1] = (h + t + bo - (kh - 1) * d - 1) / s + 1;
+	p.out[2] = (w + l + r - (kw - 1) * d - 1) / s + 1;
+	return p;
+}
+
+/*
+ * The depthwise kernel (conv_dw.c: 16-channel blocks, a ring of packed
+ * rows, output flushed in groups of 16 pixels): channel counts around the
+ * block size, planes narrower and wider than a vector and taller than a
+ * flush, the unrolled 3x3/5x5/7x7 kernels and the generic one (3x5,
+ * dilation, stride 3), asymmetric and over-sized pads, every activation,
+ * a residual, and two images.
+ */
+static void
+test_conv_depthwise(void)
+{
+	static const float clip[] = {-0.5f, 1.5f}, hsig[] = {0.2f, 0.5f}, leaky[] = {0.1f};
+	convcase cs[] = {
+		case2d(1, 16, 16, 16, 7, 7, 5, 5, 1, 1, 2, 2, 2, 2),
+		case2d(1, 17, 17, 17, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2),
+		case2d(2, 40, 40, 40, 28, 28, 3, 3, 2, 1, 1, 1, 1, 1),
+		case2d(1, 3, 3, 3, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 24, 24, 24, 33, 70, 3, 3, 1, 1, 1, 1, 1, 1),  /* > 1 flush */
+		case2d(1, 8, 8, 8, 19, 21, 5, 5, 2, 1, 2, 2, 2, 2),
+		case2d(1, 33, 33, 33, 11, 9, 7, 7, 1, 1, 3, 3, 3, 3),
+		case2d(1, 5, 5, 5, 12, 13, 3, 5, 1, 1, 1, 2, 1, 2),     /* 3x5 */
+		case2d(1, 18, 18, 18, 15, 16, 3, 3, 1, 2, 2, 2, 2, 2),  /* dilation 2 */
+		case2d(1, 6, 6, 6, 17, 17, 3, 3, 3, 1, 0, 1, 2, 0),     /* stride 3 */
+		case2d(1, 16, 16, 16, 4, 4, 3, 3, 1, 1, 3, 3, 3, 3),    /* pads > input */
+		case2d(1, 20, 20, 20, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1),    /* 1x1 plane */
+		case2d(1, 16, 16, 16, 9, 9, 3, 3, 2, 1, 0, 0, 0, 0),    /* no pads, s2 */
+	};
+	for (int i = 0; i < (int)NELEM(cs); i++) {
+		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
+		CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, i % 2));
+	}
+	convcase p = case2d(1, 48, 48, 48, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2);
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, false));
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, true));
+	CU_ASSERT(fused_check(&p, "HardSigmoid", hsig, 2, false));
+	CU_ASSERT(fused_check(&p, "Clip", clip, 2, true));
+	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, false));
+}
+
+/*
+ * Pointwise convolutions (conv_pw.c from 16 pixels on, the GEMM below):
+ * filter counts off the 6-row tile, planes off the 64-pixel block (a short
+ * block of whole vectors, then the last columns through the GEMM), channel
+ * counts from 1 up, groups, two images, every activation in the tile and
+ * in the last columns (GELU after the tile), and a residual.
+ * TAPRT_PW_KERNEL=avx2 runs the AVX2 variant on an AVX-512 CPU.
+ */
+static void
+test_conv_pointwise(void)
+{
+	static const float clip[] = {0.0f, 6.0f}, hsig[] = {1.0f / 6, 0.5f}, leaky[] = {0.01f};
+	convcase cs[] = {
+		case2d(1, 16, 72, 1, 56, 56, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 96, 576, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 40, 13, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(2, 5, 7, 1, 16, 9, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 1, 1, 1, 13, 11, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 8, 12, 2, 16, 16, 1, 1, 1, 1, 0, 0, 0, 0),    /* groups */
+		case2d(1, 64, 50, 1, 28, 28, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* one pixel */
+	};
+	for (int i = 0; i < (int)NELEM(cs); i++) {
+		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
+		CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, i % 2));
+	}
+	convcase p = case2d(1, 24, 30, 1, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0);
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, false));
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, true));
+	CU_ASSERT(fused_check(&p, "HardSigmoid", hsig, 2, true));
+	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
+	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, true));
+	CU_ASSERT(fused_check(&p, "Gelu", NULL, 0, true));
 }
 
 /* -------------------------------------------------------------- pools */
@@ -668,8 +882,11 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_matmul_types);
 	ADD(s, test_gemm);
 	ADD(s, test_gemm_int);
+	ADD(s, test_gemm_vector);
 	ADD(s, test_conv_basic);
 	ADD(s, test_conv_oracle);
+	ADD(s, test_conv_depthwise);
+	ADD(s, test_conv_pointwise);
 	ADD(s, test_maxpool);
 	ADD(s, test_avgpool);
 	ADD(s, test_global_pools);

@@ -1,0 +1,127 @@
+/*
+ * fuse.h - what the fusion passes share (fold_bn.c, fuse_conv.c,
+ * fuse_matmul.c, fuse_norm.c, fuse_softmax.c).
+ *
+ * The fusion passes run after planning, on the per-rank graph tp-rewrite
+ * and stage-assign made, before the schedule pass lists its nodes: they
+ * only merge nodes of one stage, one If branch and the forward phase,
+ * never across a collective, and they keep every graph output.  A training
+ * graph (Graph.loss set) is left alone: its backward pass reads the values
+ * a fusion would remove, and fold-bn would fold weights the optimizer
+ * changes.  A fused node takes the place of the last node of its pattern,
+ * whose inputs are all computed before it, so the order stays topological
+ * without moving anything.
+ */
+#ifndef TAPC_FUSE_H
+#define TAPC_FUSE_H
+
+#include <string.h>
+
+#include "passes/passes.h"
+
+static inline bool
+fuse_is_output(const Graph *g, TensorId t)
+{
+	for (int i = 0; i < g->noutputs; i++)
+		if (g->outputs[i] == t)
+			return true;
+	return false;
+}
+
+/* The one node reading t, if t is read by exactly one node (once) and is
+ * not a graph output; else IR_NONE. */
+static inline NodeId
+fuse_sole_user(const Graph *g, TensorId t)
+{
+	if (t == IR_NONE || g->nusers[t] != 1 || fuse_is_output(g, t))
+		return IR_NONE;
+	NodeId u = g->users[t][0];
+	const Node *n = &g->nodes[u];
+	int reads = 0;
+	for (int i = 0; i < n->nin; i++)
+		reads += n->in[i] == t;
+	return n->dead || reads != 1 ? IR_NONE : u;
+}
+
+/* May nodes a and b become one node: same stage, same If branch, both live
+ * forward computations? */
+static inline bool
+fuse_same_place(const Graph *g, NodeId a, NodeId b)
+{
+	const Node *x = &g->nodes[a], *y = &g->nodes[b];
+	return !x->dead && !y->dead && x->stage == y->stage && x->region == y->region &&
+	    x->branch == y->branch && x->phase == PHASE_FWD && y->phase == PHASE_FWD;
+}
+
+/* The f32 scalar (any shape of one element) a constant or weight holds. */
+static inline bool
+fuse_scalar(Graph *g, TensorId t, float *v)
+{
+	if (t == IR_NONE)
+		return false;
+	Tensor *tt = &g->tensors[t];
+	if ((tt->kind != TK_CONST && tt->kind != TK_WEIGHT) || tt->dtype != DT_F32 ||
+	    tt->rank < 0 || ir_numel(tt) != 1)
+		return false;
+	const float *p = ir_value(g, t);
+	if (!p)
+		return false;
+	*v = p[0];
+	return true;
+}
+
+/* The producer of t if it is a live node of op `op`, else IR_NONE. */
+static inline NodeId
+fuse_producer(const Graph *g, TensorId t, Op op)
+{
+	if (t == IR_NONE || g->tensors[t].kind != TK_VALUE)
+		return IR_NONE;
+	NodeId p = g->tensors[t].producer;
+	return p != IR_NONE && !g->nodes[p].dead && g->nodes[p].op == op ? p : IR_NONE;
+}
+
+static inline bool
+fuse_same_type(const Tensor *a, const Tensor *b)
+{
+	return a->dtype == b->dtype && a->rank == b->rank &&
+	    memcmp(a->dims, b->dims, sizeof a->dims[0] * (a->rank > 0 ? a->rank : 0)) == 0;
+}
+
+/* Give node n new inputs (copied into the arena). */
+static inline void
+fuse_set_inputs(Graph *g, NodeId n, int nin, const TensorId *in)
+{
+	TensorId *a = ir_alloc(&g->arena, sizeof *a * (nin > 0 ? nin : 1));
+	memcpy(a, in, sizeof *a * nin);
+	g->nodes[n].in = a;
+	g->nodes[n].nin = nin;
+}
+
+/* Node `to` becomes op `op`: its attributes cleared, its name `name`
+ * (the pattern's main node's, for diagnostics), its output kept. */
+static inline void
+fuse_become(Graph *g, NodeId to, Op op, const char *name)
+{
+	Node *n = &g->nodes[to];
+	n->op = op;
+	n->nattr = 0;
+	n->attr = NULL;
+	n->name = name;
+}
+
+/* Copy attribute a onto node n (the value arrays are shared: both live in
+ * the graph's arena). */
+static inline void
+fuse_copy_attr(Graph *g, NodeId n, const Attr *a)
+{
+	Attr *d = ir_set_attr(g, n, a->name, a->type);
+	const char *name = d->name;
+	*d = *a;
+	d->name = name;
+}
+
+/* Node n as a fusable activation (fuse_conv.c): its name for the fused
+ * kernels' `activation` and up to two `activation_params`. */
+bool fuse_epilogue_activation(Graph *g, NodeId n, const char **name, float *p, int *np);
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * fuse_matmul.c - give a MatMul its epilogue: bias, GELU or another
+ * activation, and the residual Add become one FusedMatMul.
+ *
+ * Needs: shaped graph; passes/fuse.h says where fusion may happen.  From an
+ * f32 MatMul, while the output has one reader in the same place:
+ *
+ *   Add(y, b) with b a 1-D weight or constant of the last dim  -> bias
+ *   Add(y, z) with z exactly y's type                           -> residual Z
+ *   the erf GELU torch exports: Div(y, 1.41421354), Erf, Add 1,
+ *     Mul by y, Mul 0.5 (y read by the Div and the first Mul)   -> Gelu
+ *   Relu, Clip, HardSigmoid, HardSwish, LeakyRelu               -> activation
+ *
+ * in the order act(A @ B + bias + Z): a residual comes before any
+ * activation, a bias before both.  The kernel applies them to each output
+ * row after the product (runtime/k_nn.c); the GELU with the same f32
+ * operations as the nodes it replaces.  Guarantees: the same function; one
+ * pass over the output instead of one per absorbed node (seven for
+ * bias + GELU).
+ */
+#include "passes/fuse.h"
+
+/* What a MatMul/FusedMatMul node has absorbed so far. */
+typedef struct {
+	TensorId in[4];                 /* A, B, bias, Z */
+	const char *act;                /* NULL: none yet */
+	float p[2];
+	int np;
+} Epi;
+
+static void
+epi_of(Graph *g, NodeId n, Epi *e)
+{
+	Node *nd = &g->nodes[n];
+	bool f = nd->op == OP_FusedMatMul;
+	e->in[0] = nd->in[0];
+	e->in[1] = nd->in[1];
+	e->in[2] = f && nd->nin > 2 ? nd->in[2] : IR_NONE;
+	e->in[3] = f && nd->nin > 3 ? nd->in[3] : IR_NONE;
+	const char *a = f ? ir_attr_str(g, n, "activation", "") : "";
+	e->act = *a ? a : NULL;
+	const Attr *p = f ? ir_attr(g, n, "activation_params") : NULL;
+	e->np = p ? (p->n < 2 ? p->n : 2) : 0;
+	for (int i = 0; i < e->np; i++)
+		e->p[i] = p->fs[i];
+}
+
+/* t read by nodes a and b only (each once), not an output. */
+static bool
+read_by_two(Graph *g, TensorId t, NodeId *a, NodeId *b)
+{
+	if (g->nusers[t] != 2 || fuse_is_output(g, t))
+		return false;
+	*a = g->users[t][0];
+	*b = g->users[t][1];
+	return *a != *b;
+}
+
+/* The erf GELU on y: returns the final Mul (the fused node's place) and
+ * marks the chain's other nodes in chain[0..3]; IR_NONE if not it. */
+static NodeId
+gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4])
+{
+	NodeId u0, u1, div = IR_NONE, mul1 = IR_NONE;
+	if (!read_by_two(g, y, &u0, &u1))
+		return IR_NONE;
+	for (int k = 0; k < 2; k++) {
+		NodeId u = k ? u1 : u0;
+		if (g->nodes[u].op == OP_Div)
+			div = u;
+		else if (g->nodes[u].op == OP_Mul)
+			mul1 = u;
+	}
+	float c;
+	if (div == IR_NONE || mul1 == IR_NONE || g->nodes[div].in[0] != y ||
+	    !fuse_scalar(g, g->nodes[div].in[1], &c) || c != 1.41421354f)
+		return IR_NONE;
+	NodeId erf = fuse_sole_user(g, g->nodes[div].out[0]);
+	if (erf == IR_NONE || g->nodes[erf].op != OP_Erf)
+		return IR_NONE;
+	NodeId add = fuse_sole_user(g, g->nodes[erf].out[0]);
+	if (add == IR_NONE || g->nodes[add].op != OP_Add)
+		return IR_NONE;
+	Node *a = &g->nodes[add];
+	TensorId one = a->in[0] == g->nodes[erf].out[0] ? a->in[1] : a->in[0];
+	if (!fuse_scalar(g, one, &c) || c != 1.0f || fuse_sole_user(g, a->out[0]) != mul1)
+		return IR_NONE;
+	Node *m1 = &g->nodes[mul1];
+	if (!((m1->in[0] == y && m1->in[1] == a->out[0]) || (m1->in[1] == y && m1->in[0] == a->out[0])))
+		return IR_NONE;
+	NodeId mul2 = fuse_sole_user(g, m1->out[0]);
+	if (mul2 == IR_NONE || g->nodes[mul2].op != OP_Mul)
+		return IR_NONE;
+	Node *m2 = &g->nodes[mul2];
+	TensorId half = m2->in[0] == m1->out[0] ? m2->in[1] : m2->in[0];
+	if (!fuse_scalar(g, half, &c) || c != 0.5f)
+		return IR_NONE;
+	NodeId all[5] = {div, erf, add, mul1, mul2};
+	for (int i = 0; i < 5; i++)
+		if (!fuse_same_place(g, mm, all[i]))
+			return IR_NONE;
+	chain[0] = div;
+	chain[1] = erf;
+	chain[2] = add;
+	chain[3] = mul1;
+	return mul2;
+}
+
+/* Is b a bias for an output whose last dim is n: a 1-D f32 weight or
+ * constant of n elements? */
+static bool
+is_bias(Graph *g, TensorId b, int64_t n)
+{
+	Tensor *t = &g->tensors[b];
+	return (t->kind == TK_WEIGHT || t->kind == TK_CONST) && t->dtype == DT_F32 &&
+	    t->rank == 1 && t->dims[0] == n;
+}
+
+static NodeId
+absorb(Graph *g, NodeId mm)
+{
+	Node *m = &g->nodes[mm];
+	TensorId y = m->out[0];
+	Tensor *yt = &g->tensors[y];
+	if (yt->dtype != DT_F32 || yt->rank < 1)
+		return IR_NONE;
+	Epi e;
+	epi_of(g, mm, &e);
+	NodeId to = IR_NONE, chain[4] = {IR_NONE, IR_NONE, IR_NONE, IR_NONE};
+	NodeId u = fuse_sole_user(g, y);
+	if (u != IR_NONE && fuse_same_place(g, mm, u) && g->nodes[u].op == OP_Add && !e.act) {
+		Node *a = &g->nodes[u];
+		TensorId o = a->in[0] == y ? a->in[1] : a->in[0];
+		if (o != y && e.in[2] == IR_NONE && e.in[3] == IR_NONE &&
+		    is_bias(g, o, yt->dims[yt->rank - 1])) {
+			e.in[2] = o;
+			to = u;
+		} else if (o != y && e.in[3] == IR_NONE && fuse_same_type(&g->tensors[o], yt)) {
+			e.in[3] = o;
+			to = u;
+		}
+	} else if (u != IR_NONE && fuse_same_place(g, mm, u) && !e.act &&
+	    fuse_epilogue_activation(g, u, &e.act, e.p, &e.np)) {
+		to = u;
+	} else if (u == IR_NONE && !e.act && (to = gelu(g, mm, y, chain)) != IR_NONE) {
+		e.act = "Gelu";
+		e.np = 0;
+	}
+	if (to == IR_NONE)
+		return IR_NONE;
+	fuse_become(g, to, OP_FusedMatMul, m->name);
+	if (e.act) {
+		ir_set_attr(g, to, "activation", ATTR_STRING)->s = ir_strdup(&g->arena, e.act);
+		if (e.np) {
+			Attr *a = ir_set_attr(g, to, "activation_params", ATTR_FLOATS);
+			a->n = e.np;
+			a->fs = ir_alloc(&g->arena, sizeof *a->fs * e.np);
+			memcpy(a->fs, e.p, sizeof *e.p * e.np);
+		}
+	}
+	int nin = e.in[3] != IR_NONE ? 4 : e.in[2] != IR_NONE ? 3 : 2;
+	fuse_set_inputs(g, to, nin, e.in);
+	g->nodes[mm].dead = true;
+	for (int i = 0; i < 4; i++)
+		if (chain[i] != IR_NONE)
+			g->nodes[chain[i]].dead = true;
+	return to;
+}
+
+bool
+pass_fuse_matmul(Graph *g, PassCtx *cx)
+{
+	(void)cx;
+	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
+		return true;
+	ir_reindex(g);
+	bool any = false;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Op op = g->nodes[n].op;
+		if (g->nodes[n].dead || (op != OP_MatMul && op != OP_FusedMatMul))
+			continue;
+		if (absorb(g, n) != IR_NONE) {
+			any = true;
+			ir_reindex(g);
+		}
+	}
+	if (any)
+		ir_compact(g);
+	return true;
+}

@@ -1,0 +1,313 @@
+/*
+ * conv_dnnl.c - 2-D f32 convolutions on oneDNN, behind the runtime's Conv
+ * (k_nn.c's conv_f32 asks here first for the GEMM-sized ones).
+ *
+ * Needs: oneDNN 2.x (Debian's libdnnl-dev) when configure found it
+ * (HAVE_DNNL); without it taprt_conv_dnnl declines and the caller uses
+ * im2col + GEMM.  Why oneDNN: its AVX-512 "brgconv" kernels run ResNet-18's
+ * convolutions in 12.4 ms on one thread where im2col + OpenBLAS takes about
+ * 19 (docs/runtime.md, "Convolutions"); they want channels-last (NHWC)
+ * activations, and tapc's tensors are NCHW, so each call transposes its
+ * input into a scratch buffer and its output back, applying the residual
+ * and the activation in that same pass (the bias is oneDNN's).
+ *
+ * A node's primitive and its reordered weights are made on the node's
+ * first run and kept (keyed by the node, which belongs to one rank, so one
+ * thread), like onnxruntime's pre-packed weights; a training program
+ * (cx->step > 0) reorders them again on every call, after the optimizer
+ * changed them in place.  oneDNN's OpenMP threads
+ * follow taprt_conv_threads (--threads).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "runtime/internal.h"
+
+static int conv_threads = 1;
+
+void
+taprt_conv_threads(int n)
+{
+	conv_threads = n > 0 ? n : 1;
+}
+
+#ifdef HAVE_DNNL
+#include <dnnl.h>
+
+typedef struct Prim {
+	const void *key;                /* the node */
+	const float *w, *b;             /* its weights and bias */
+	taprt_conv2d c;                 /* its shape: a key only matches all three */
+	bool declined;                  /* oneDNN has no kernel worth using */
+	dnnl_primitive_t prim;          /* the convolution */
+	dnnl_primitive_t rsrc, rdst;    /* NCHW -> its source layout, its result -> NCHW */
+	dnnl_memory_t usrc, udst;       /* the NCHW tensors (handles set per call) */
+	dnnl_memory_t src, dst;         /* in its layouts (scratch, set per call) */
+	dnnl_memory_t wei, bias;
+	dnnl_memory_t uwei;             /* the OIHW weights (the program's, in place) */
+	dnnl_primitive_t rwei;          /* OIHW -> wei, or NULL: the same layout */
+	size_t src_bytes, dst_bytes, wei_bytes;
+	struct Prim *next;
+} Prim;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static Prim *cache[256];
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static pthread_key_t stream_key;
+static void (*set_omp_threads)(int);
+
+static void
+stream_free(void *s)
+{
+	dnnl_stream_destroy(s);
+}
+
+static void
+engine_init(void)
+{
+	if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
+		engine = NULL;
+	pthread_key_create(&stream_key, stream_free);
+	/* libdnnl's OpenMP runtime, already loaded with it */
+	set_omp_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+}
+
+/* The calling thread's stream (ranks are threads), and its OpenMP threads. */
+static dnnl_stream_t
+stream(void)
+{
+	dnnl_stream_t s = pthread_getspecific(stream_key);
+	if (!s && engine && dnnl_stream_create(&s, engine, dnnl_stream_default_flags) == dnnl_success)
+		pthread_setspecific(stream_key, s);
+	if (set_omp_threads)
+		set_omp_threads(conv_threads);
+	return s;
+}
+
+static size_t
+hash(const void *k)
+{
+	uintptr_t v = (uintptr_t)k;
+	return (size_t)((v >> 4) ^ (v >> 12)) & 255;
+}
+
+static void
+prim_put(Prim *p)
+{
+	pthread_mutex_lock(&cache_lock);
+	p->next = cache[hash(p->key)];
+	cache[hash(p->key)] = p;
+	pthread_mutex_unlock(&cache_lock);
+}
+
+/* A reorder from a to b, or NULL when they are the same layout. */
+static dnnl_status_t
+reorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, dnnl_primitive_t *r)
+{
+	*r = NULL;
+	if (dnnl_memory_desc_equal(a, b))
+		return dnnl_success;
+	dnnl_primitive_desc_t pd;
+	dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine, NULL);
+	if (st == dnnl_success) {
+		st = dnnl_primitive_create(r, pd);
+		dnnl_primitive_desc_destroy(pd);
+	}
+	return st;
+}
+
+#define CK(x) if ((x) != dnnl_success) goto fail
+
+/*
+ * The convolution's primitive desc: Winograd for 3x3 stride-1 undilated
+ * filters where oneDNN has it (F(2,3) or F(4,3) on AVX-512: about 40% off
+ * ResNet-18's convolution time), else its direct kernels; layouts its own
+ * choice.  NULL unless the chosen kernel is a JIT one (a GEMM or reference
+ * fallback is slower than the caller's own path).
+ */
+static dnnl_primitive_desc_t
+conv_pd(const taprt_conv2d *c, bool bias)
+{
+	dnnl_dims_t sd = {c->N, c->C, c->H, c->W}, wd = {c->M, c->C, c->KH, c->KW}, bd = {c->M};
+	dnnl_dims_t dd = {c->N, c->M, c->OH, c->OW}, st = {c->SH, c->SW}, dil = {c->DH - 1, c->DW - 1};
+	/* the end pads the output size implies (ONNX may give more) */
+	dnnl_dims_t pl = {c->PT, c->PL};
+	dnnl_dims_t pr = {(c->OH - 1) * c->SH + (c->KH - 1) * c->DH + 1 - c->H - c->PT,
+		(c->OW - 1) * c->SW + (c->KW - 1) * c->DW + 1 - c->W - c->PL};
+	dnnl_memory_desc_t smd, wmd, bmd, dmd;
+	if (pr[0] < 0 || pr[1] < 0 ||
+	    dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, dnnl_format_tag_any) ||
+	    dnnl_memory_desc_init_by_tag(&wmd, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
+	    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x) ||
+	    dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, dnnl_format_tag_any))
+		return NULL;
+	bool wino = c->KH == 3 && c->KW == 3 && c->SH == 1 && c->SW == 1 && c->DH == 1 &&
+	    c->DW == 1 && !getenv("TAPRT_NO_WINOGRAD");
+	for (int k = wino ? 0 : 1; k < 2; k++) {
+		dnnl_convolution_desc_t cd;
+		dnnl_primitive_desc_t pd;
+		if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+		    k ? dnnl_convolution_direct : dnnl_convolution_winograd, &smd, &wmd,
+		    bias ? &bmd : NULL, &dmd, st, dil, pl, pr) != dnnl_success ||
+		    dnnl_primitive_desc_create(&pd, &cd, NULL, engine, NULL) != dnnl_success)
+			continue;
+		const char *impl = NULL;
+		if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+		    impl && !strstr(impl, "gemm") && !strstr(impl, "ref"))
+			return pd;
+		dnnl_primitive_desc_destroy(pd);
+	}
+	return NULL;
+}
+
+/* Copy the weights w into the kernel's layout. */
+static int
+weights_in(Prim *p, const float *w, dnnl_stream_t s)
+{
+	if (p->rwei) {
+		dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->uwei}, {DNNL_ARG_TO, p->wei}};
+		if (dnnl_primitive_execute(p->rwei, s, 2, ra) || dnnl_stream_wait(s))
+			return -1;
+		return 0;
+	}
+	void *h;
+	if (dnnl_memory_get_data_handle(p->wei, &h))
+		return -1;
+	memcpy(h, w, p->wei_bytes);
+	return 0;
+}
+
+/* The primitive for node n (made on first use); NULL if oneDNN declines. */
+static Prim *
+prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d *c)
+{
+	pthread_mutex_lock(&cache_lock);
+	Prim *p = cache[hash(n)];
+	while (p && (p->key != n || p->w != w || p->b != b || memcmp(&p->c, c, sizeof *c) != 0))
+		p = p->next;
+	pthread_mutex_unlock(&cache_lock);
+	if (p)
+		return p->declined ? NULL : p;
+	dnnl_stream_t s = stream();
+	if (!s || !(p = calloc(1, sizeof *p)))
+		return NULL;
+	p->key = n;
+	p->w = w;
+	p->b = b;
+	p->c = *c;
+	dnnl_dims_t sd = {c->N, c->C, c->H, c->W}, wd = {c->M, c->C, c->KH, c->KW};
+	dnnl_dims_t dd = {c->N, c->M, c->OH, c->OW}, bd = {c->M};
+	dnnl_memory_desc_t usmd, udmd, uwmd, bmd;
+	dnnl_primitive_t rw = NULL;
+	dnnl_memory_t uw = NULL;
+	dnnl_primitive_desc_t pd = conv_pd(c, b != NULL);
+	if (!pd)
+		goto fail;
+	const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+	const dnnl_memory_desc_t *qw = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+	const dnnl_memory_desc_t *qd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+	CK(dnnl_memory_desc_init_by_tag(&usmd, 4, sd, dnnl_f32, dnnl_nchw));
+	CK(dnnl_memory_desc_init_by_tag(&udmd, 4, dd, dnnl_f32, dnnl_nchw));
+	CK(dnnl_memory_desc_init_by_tag(&uwmd, 4, wd, dnnl_f32, dnnl_oihw));
+	CK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x));
+	CK(dnnl_primitive_create(&p->prim, pd));
+	CK(reorder(&usmd, qs, &p->rsrc));
+	CK(reorder(qd, &udmd, &p->rdst));
+	CK(dnnl_memory_create(&p->usrc, &usmd, engine, DNNL_MEMORY_NONE));
+	CK(dnnl_memory_create(&p->udst, &udmd, engine, DNNL_MEMORY_NONE));
+	CK(dnnl_memory_create(&p->src, qs, engine, DNNL_MEMORY_NONE));
+	CK(dnnl_memory_create(&p->dst, qd, engine, DNNL_MEMORY_NONE));
+	p->src_bytes = (dnnl_memory_desc_get_size(qs) + 63) & ~(size_t)63;
+	p->dst_bytes = (dnnl_memory_desc_get_size(qd) + 63) & ~(size_t)63;
+	if (b)
+		CK(dnnl_memory_create(&p->bias, &bmd, engine, (void *)b));
+	/* the weights in the kernel's layout, made now (freed with the process);
+	 * the reorder is kept: a training program's weights change every step */
+	CK(dnnl_memory_create(&p->wei, qw, engine, DNNL_MEMORY_ALLOCATE));
+	CK(dnnl_memory_create(&uw, &uwmd, engine, (void *)w));
+	CK(reorder(&uwmd, qw, &rw));
+	p->wei_bytes = dnnl_memory_desc_get_size(qw);
+	p->uwei = uw;
+	p->rwei = rw;
+	uw = NULL;
+	rw = NULL;
+	if (weights_in(p, w, s) != 0)
+		goto fail;
+	dnnl_primitive_desc_destroy(pd);
+	prim_put(p);
+	return p;
+fail:
+	if (rw)
+		dnnl_primitive_destroy(rw);
+	if (uw)
+		dnnl_memory_destroy(uw);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	dnnl_primitive_t prims[4] = {p->prim, p->rsrc, p->rdst, p->rwei};
+	for (int i = 0; i < 4; i++)
+		if (prims[i])
+			dnnl_primitive_destroy(prims[i]);
+	dnnl_memory_t mems[7] = {p->usrc, p->udst, p->src, p->dst, p->wei, p->bias, p->uwei};
+	for (int i = 0; i < 7; i++)
+		if (mems[i])
+			dnnl_memory_destroy(mems[i]);
+	Prim keep = {.key = n, .w = w, .b = b, .c = *c, .declined = true};
+	*p = keep;                      /* remembered as declined */
+	prim_put(p);
+	return NULL;
+}
+
+int
+taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
+    const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act)
+{
+	pthread_once(&engine_once, engine_init);
+	if (!engine || getenv("TAPRT_NO_DNNL"))
+		return 0;
+	Prim *p = prim_get(n, w, b, c);
+	if (!p)
+		return 0;
+	char *buf = taprt_scratch((int64_t)(p->src_bytes + p->dst_bytes) + 64);
+	if (!buf)
+		return taprt_fail(cx, "node '%s': out of memory for oneDNN's buffers", n->name);
+	void *src = p->rsrc ? buf : (void *)x, *dst = p->rdst ? buf + p->src_bytes : (void *)y;
+	dnnl_stream_t s = stream();
+	/* training: the optimizer updated the weights in place since the last step */
+	if (cx->step > 0 && weights_in(p, w, s) != 0)
+		return taprt_fail(cx, "node '%s': oneDNN's weight reorder failed", n->name);
+	if (dnnl_memory_set_data_handle(p->usrc, (void *)x) || dnnl_memory_set_data_handle(p->udst, y) ||
+	    dnnl_memory_set_data_handle(p->src, src) || dnnl_memory_set_data_handle(p->dst, dst))
+		return taprt_fail(cx, "node '%s': oneDNN refused the buffers", n->name);
+	dnnl_exec_arg_t rs[2] = {{DNNL_ARG_FROM, p->usrc}, {DNNL_ARG_TO, p->src}};
+	dnnl_exec_arg_t rd[2] = {{DNNL_ARG_FROM, p->dst}, {DNNL_ARG_TO, p->udst}};
+	dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei},
+		{DNNL_ARG_DST, p->dst}, {DNNL_ARG_BIAS, p->bias}};
+	if ((p->rsrc && dnnl_primitive_execute(p->rsrc, s, 2, rs)) ||
+	    dnnl_primitive_execute(p->prim, s, p->bias ? 4 : 3, args) ||
+	    (p->rdst && dnnl_primitive_execute(p->rdst, s, 2, rd)) || dnnl_stream_wait(s))
+		return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);
+	/* the residual and the activation, on the NCHW result */
+	if (z || act->kind != TAPRT_ACT_NONE) {
+		int64_t P = c->OH * c->OW;
+		for (int64_t i = 0; i < c->N * c->M; i++)
+			taprt_epilogue_f32(y + i * P, P, 0, z ? z + i * P : NULL, act);
+	}
+	return 1;
+}
+
+#else
+
+int
+taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
+    const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act)
+{
+	(void)cx, (void)n, (void)x, (void)w, (void)b, (void)z, (void)y, (void)c, (void)act;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,271 @@
+/*
+ * conv_pw.c - pointwise f32 convolution (1x1, stride 1, no pads): per image
+ * and group, y[M,P] = act(W[M,C] @ x[C,P] + b + z), the product and the
+ * epilogue in one pass over y.
+ *
+ * Needs: an x86-64 CPU with AVX2+FMA or AVX-512 and GCC's vector
+ * extensions; elsewhere taprt_conv_pw_f32 declines and k_nn.c's conv_f32
+ * runs the product on taprt_sgemm and the epilogue after it.
+ *
+ * Why not the GEMM library: NCHW activations are already the row-major
+ * [C,P] right-hand side of a 1x1 convolution, and MobileNet's are thin (C
+ * 16..96 channels at 3136..196 pixels).  OpenBLAS packs all of x before
+ * every product (sgemm_incopy was half of the time of MobileNetV3's 1x1
+ * layers) and the epilogue then reads y again; oneDNN wants NHWC and so
+ * transposes both ways.  Here a register tile of MR filters x NV vectors of
+ * pixels accumulates over the channels straight from x's rows (each loaded
+ * vector of x feeds MR fused multiply-adds, each broadcast weight NV), and
+ * bias, residual and activation are applied to the tile before it is
+ * stored.  x's rows for one block of pixels stay in L1/L2 across the
+ * filters.  A plane that is not a whole number of vectors (7x7 = 3 x 16 +
+ * 1) leaves its last columns to the GEMM library: a vector with one pixel
+ * in it would cost as much as a full one.
+ *
+ * Multiversioned by hand: the tile is 6 x 4 vectors of 16 with AVX-512 (24
+ * of its 32 registers), 6 x 2 of 8 with AVX2 (12 of 16); the variant is
+ * chosen once from the CPU (TAPRT_PW_KERNEL=avx2 or =off in the
+ * environment chooses a lesser one, for tests).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PW_X86 1
+#endif
+
+#ifdef PW_X86
+
+static inline float
+clamp01(float t)
+{
+	return t < 1 ? (t > 0 ? t : 0) : 1;
+}
+
+/* One element's activation, k_elementwise.c's formulas. */
+static inline float
+act1(float v, const taprt_act *a)
+{
+	switch (a->kind) {
+	case TAPRT_ACT_RELU: return v > 0 ? v : 0;
+	case TAPRT_ACT_CLIP: return v < a->a ? a->a : v > a->b ? a->b : v;
+	case TAPRT_ACT_HARDSIGMOID: return clamp01(a->a * v + a->b);
+	case TAPRT_ACT_HARDSWISH: return v * clamp01(v * (1.0f / 6) + 0.5f);
+	case TAPRT_ACT_LEAKYRELU: return v < 0 ? a->a * v : v;
+	case TAPRT_ACT_GELU: return (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
+	default: return v;
+	}
+}
+
+/* The in-register epilogue's activations; the others (GELU) run after the
+ * tile is stored, through taprt_epilogue_f32. */
+static bool
+act_in_tile(const taprt_act *a)
+{
+	return a->kind != TAPRT_ACT_GELU;
+}
+
+/*
+ * PW_IMPL(suffix, VW, MR, NV): the kernels for one instruction set
+ * (PW_ATTR_suffix: its target), vectors of VW floats, tiles of MR filters x
+ * NV vectors.
+ *
+ * pw_tile: filters w[mr][C] (rows C apart) against x[C][nv*VW] (rows ldx
+ * apart) into y (rows ldy apart; z likewise), mr <= MR, nv <= NV constant
+ * after inlining.
+ */
+#define PW_IMPL(S, VW, MR, NV)                                            \
+typedef float vf_##S __attribute__((vector_size(VW * 4), aligned(4)));            \
+typedef int vi_##S __attribute__((vector_size(VW * 4)));                          \
+                                                                                  \
+static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
+vmax_##S(vf_##S a, vf_##S b)                                                      \
+{                                                                                 \
+	vi_##S m = a > b;                                                         \
+	return (vf_##S)(((vi_##S)a & m) | ((vi_##S)b & ~m));                      \
+}                                                                                 \
+static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
+vmin_##S(vf_##S a, vf_##S b)                                                      \
+{                                                                                 \
+	vi_##S m = a < b;                                                         \
+	return (vf_##S)(((vi_##S)a & m) | ((vi_##S)b & ~m));                      \
+}                                                                                 \
+                                                                                  \
+/* k_elementwise.c's formulas */                                                  \
+static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
+act_##S(vf_##S v, const taprt_act *a)                                             \
+{                                                                                 \
+	const vf_##S zero = {0}, one = 1.0f - zero;                               \
+	switch (a->kind) {                                                        \
+	case TAPRT_ACT_RELU:                                                      \
+		return vmax_##S(v, zero);                                         \
+	case TAPRT_ACT_CLIP:                                                      \
+		return vmin_##S(vmax_##S(v, a->a - zero), a->b - zero);           \
+	case TAPRT_ACT_HARDSIGMOID:                                               \
+		return vmin_##S(vmax_##S(v * a->a + a->b, zero), one);            \
+	case TAPRT_ACT_HARDSWISH:                                                 \
+		return v * vmin_##S(vmax_##S(v * (1.0f / 6) + 0.5f, zero), one);  \
+	case TAPRT_ACT_LEAKYRELU: {                                               \
+		vi_##S m = v < zero;                                              \
+		vf_##S l = v * a->a;                                              \
+		return (vf_##S)(((vi_##S)l & m) | ((vi_##S)v & ~m));              \
+	}                                                                         \
+	default:                                                                  \
+		return v;                                                         \
+	}                                                                         \
+}                                                                                 \
+                                                                                  \
+static inline __attribute__((always_inline, PW_ATTR_##S)) void                        \
+pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,     \
+    int64_t ldy, const float *bias, const float *z, const taprt_act *act,         \
+    bool epi, int mr, int nv)                                                     \
+{                                                                                 \
+	vf_##S acc[MR][NV];                                                       \
+	for (int i = 0; i < mr; i++)                                              \
+		for (int j = 0; j < nv; j++)                                      \
+			acc[i][j] = (bias ? bias[i] : 0.0f) - (vf_##S){0};        \
+	for (int64_t c = 0; c < C; c++) {                                         \
+		vf_##S xv[NV];                                                    \
+		for (int j = 0; j < nv; j++)                                      \
+			xv[j] = *(const vf_##S *)(x + c * ldx + j * VW);          \
+		for (int i = 0; i < mr; i++) {                                    \
+			vf_##S wv = w[i * C + c] - (vf_##S){0};                   \
+			for (int j = 0; j < nv; j++)                              \
+				acc[i][j] += wv * xv[j];                          \
+		}                                                                 \
+	}                                                                         \
+	for (int i = 0; i < mr; i++)                                              \
+		for (int j = 0; j < nv; j++) {                                    \
+			vf_##S v = acc[i][j];                                     \
+			if (epi) {                                                \
+				if (z)                                            \
+					v += *(const vf_##S *)(z + i * ldy + j * VW); \
+				v = act_##S(v, act);                              \
+			}                                                         \
+			*(vf_##S *)(y + i * ldy + j * VW) = v;                    \
+		}                                                                 \
+}                                                                                 \
+                                                                                  \
+/* Filters [m0, m1) over pixel columns [0, nv*VW) of x; epi: z and act in     \
+ * the tile. */                                                                   \
+static __attribute__((PW_ATTR_##S)) void                                               \
+pw_rows_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,     \
+    int64_t ldy, const float *bias, const float *z, const taprt_act *act,         \
+    bool epi, int64_t m0, int64_t m1, int nv)                                     \
+{                                                                                 \
+	for (int64_t m = m0; m < m1; m += MR) {                                   \
+		int mr = m1 - m < MR ? (int)(m1 - m) : MR;                        \
+		const float *wm = w + m * C, *bm = bias ? bias + m : NULL;        \
+		const float *zm = z ? z + m * ldy : NULL;                         \
+		float *ym = y + m * ldy;                                          \
+		/* one inlined tile per (mr, nv): the loops unroll fully */       \
+		switch (mr * 8 + nv) {                                            \
+		PW_ALL(S, NV)                                                     \
+		}                                                                 \
+	}                                                                         \
+}
+
+/* the switch's cases: every tile shape up to MR x NV */
+#define PW_T(S, MRV, NVV)                                                         \
+	case MRV * 8 + NVV:                                                       \
+		pw_tile_##S(wm, C, x, ldx, ym, ldy, bm, zm, act, epi, MRV, NVV);  \
+		break;
+#define PW_NV4(S, MRV) PW_T(S, MRV, 1) PW_T(S, MRV, 2) PW_T(S, MRV, 3) PW_T(S, MRV, 4)
+#define PW_NV2(S, MRV) PW_T(S, MRV, 1) PW_T(S, MRV, 2)
+#define PW_ALL(S, NVM) PW_NV##NVM(S, 1) PW_NV##NVM(S, 2) PW_NV##NVM(S, 3) PW_NV##NVM(S, 4) \
+	PW_NV##NVM(S, 5) PW_NV##NVM(S, 6)
+
+/* fp-contract: a * b + c as one fused multiply-add (-std=c11 turns the
+ * contraction off) */
+#define PW_ATTR_z16 target("arch=x86-64-v4"), optimize("fp-contract=fast")
+#define PW_ATTR_y8 target("arch=x86-64-v3"), optimize("fp-contract=fast")
+PW_IMPL(z16, 16, 6, 4)
+PW_IMPL(y8, 8, 6, 2)
+
+typedef void (*pw_rows_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t,
+    const float *, const float *, const taprt_act *, bool, int64_t, int64_t, int);
+
+/* The variant for this CPU: its rows function and pixels per block.
+ * TAPRT_PW_KERNEL=avx2 or =off chooses a lesser one (tests). */
+static pw_rows_fn
+pw_variant(int *nb)
+{
+	const char *want = getenv("TAPRT_PW_KERNEL");
+	bool avx2 = want && !strcmp(want, "avx2");
+	if (want && !strcmp(want, "off"))
+		return NULL;
+	__builtin_cpu_init();
+	if (!avx2 && __builtin_cpu_supports("x86-64-v4")) {
+		*nb = 64;
+		return pw_rows_z16;
+	}
+	if (__builtin_cpu_supports("x86-64-v3")) {
+		*nb = 16;
+		return pw_rows_y8;
+	}
+	return NULL;
+}
+
+#endif /* PW_X86 */
+
+/*
+ * One image and group: w[M][C], x[C][P], y[M][P] (z likewise).  Work items
+ * are blocks of nb pixels (the last one of fewer whole vectors) x chunks
+ * of 48 filters, in parallel, and the last P % vw columns x the same
+ * chunks.
+ */
+int
+taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float *z, float *y,
+    int64_t M, int64_t C, int64_t P, const taprt_act *act)
+{
+#ifdef PW_X86
+	static pw_rows_fn rows;
+	static int nb;
+	static int chosen;
+	if (!__atomic_load_n(&chosen, __ATOMIC_ACQUIRE)) {
+		int n = 0;
+		pw_rows_fn f = pw_variant(&n);
+		rows = f;
+		nb = n;
+		__atomic_store_n(&chosen, 1, __ATOMIC_RELEASE);
+	}
+	if (!rows)
+		return 0;
+	const int vw = nb / (nb == 64 ? 4 : 2);
+	const int64_t MC = 48, nmc = (M + MC - 1) / MC;
+	const int64_t nfull = P / nb, nvr = P % nb / vw, tail = P % vw;
+	const int64_t npb = nfull + (nvr > 0);  /* blocks of whole vectors */
+	const bool tile_epi = act_in_tile(act);
+	#pragma omp parallel for if (TAPRT_PAR(M * C * P / 8) && npb * nmc > 1) schedule(static)
+	for (int64_t it = 0; it < (npb + (tail > 0)) * nmc; it++) {
+		int64_t pb = it / nmc, m0 = it % nmc * MC, m1 = m0 + MC < M ? m0 + MC : M;
+		if (pb < npb) {
+			int nv = pb < nfull ? nb / vw : (int)nvr;
+			int64_t p0 = pb * nb, np = (int64_t)nv * vw;
+			rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, act, tile_epi, m0,
+			    m1, nv);
+			if (!tile_epi)
+				for (int64_t m = m0; m < m1; m++)
+					taprt_epilogue_f32(y + m * P + p0, np, 0,
+					    z ? z + m * P + p0 : NULL, act);
+			continue;
+		}
+		/* the last P % vw columns, too few for a vector: the GEMM
+		 * library's (gemv for one), then the epilogue element-wise */
+		int64_t p0 = P - tail;
+		taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0, P, 0.0f,
+		    y + m0 * P + p0, P);
+		for (int64_t m = m0; m < m1; m++)
+			for (int64_t j = 0; j < tail; j++) {
+				float *v = y + m * P + p0 + j;
+				*v = act1(*v + (bias ? bias[m] : 0) + (z ? z[m * P + p0 + j] : 0), act);
+			}
+	}
+	return 1;
+#else
+	return 0;
+#endif
+}

@@ -1,0 +1,90 @@
+#!/bin/sh
+# fuse.sh - the fusion passes (fold-bn, fuse-conv, fuse-matmul, fuse-norm,
+# fuse-softmax) against the unfused graph (tapc -O0).
+#
+# Models: small graphs made by test/fuse/gen_models.py (python3-onnx) that
+# hold every pattern the passes fuse and one they must not (a BN whose Conv
+# output has a second reader), plus the cnn, resnet, unet, gpt and bert
+# fixtures.  Each is compiled twice: with the default pipeline (fused) and
+# with the same pipeline less the fusion passes (the oracle: the unfused
+# program, kernel for kernel the ONNX operators).  The unfused program's
+# outputs on the same inputs become a --check reference for the fused one
+# (rtol 1e-4, atol 1e-5).  The program with the larger convolutions
+# (bigconvs) runs them on oneDNN where the build has it; its unfused twin
+# runs with TAPRT_NO_DNNL=1, so im2col + GEMM checks oneDNN's kernels too
+# (Winograd's rounding: rtol 1e-3, atol 1e-4).  The fused IR must hold the fused operators the
+# patterns promise, so a pass that silently stops matching fails here too.
+. "$srcdir/test/lib.sh"
+cd "$srcdir"
+py=${PYTHON:-/usr/bin/python3}
+
+if ! "$py" test/fuse/gen_models.py "$tmp/gen" 2>"$tmp/err"; then
+	fail "gen_models.py: $(tail -1 "$tmp/err")"
+	finish
+	exit 1
+fi
+
+# count OP IR: how many nodes of op OP the IR file holds
+count() { grep -c "= $1 " "$2"; }
+# expect NAME IR OP N: the fused IR holds exactly N nodes of OP
+expect() {
+	n=$(count "$3" "$2")
+	if [ "$n" = "$4" ]; then pass "$1: $4 $3"; else fail "$1: $n $3, expected $4"; fi
+}
+
+# compare NAME MODEL DATADIR [tapc args]: fused program vs unfused program
+compare() {
+	name=$1 model=$2 data=$3
+	shift 3
+	for v in fused unfused; do
+		p=""
+		[ $v = unfused ] && p=-O0
+		if ! "$TAPC" "$model" "$@" $p -o "$tmp/$name-$v" 2>"$tmp/err" ||
+		    ! make -s -C "$tmp/$name-$v" >"$tmp/err" 2>&1; then
+			fail "$name ($v): $(head -1 "$tmp/err")"
+			return
+		fi
+	done
+	mkdir -p "$tmp/$name-ref"
+	cp "$data"/input_*.pb "$tmp/$name-ref/"
+	if ! env $unfused_env "$tmp/$name-unfused/model" --inputs "$tmp/$name-ref" --outputs "$tmp/$name-ref" >"$tmp/err" 2>&1; then
+		fail "$name: the unfused program failed: $(head -1 "$tmp/err")"
+		return
+	fi
+	if "$tmp/$name-fused/model" --check "$tmp/$name-ref" $tol >"$tmp/out" 2>&1; then
+		pass "$name: fused = unfused"
+	else
+		fail "$name: fused differs from unfused"
+		cat "$tmp/out"
+	fi
+	"$TAPC" "$model" "$@" -emit=ir -o "$tmp/$name.ir"
+}
+
+unfused_env= tol=
+compare convs "$tmp/gen/convs/model.onnx" "$tmp/gen/convs/data"
+expect convs "$tmp/convs.ir" FusedConv 6
+expect convs "$tmp/convs.ir" BatchNormalization 1
+expect convs "$tmp/convs.ir" Conv 1
+unfused_env=TAPRT_NO_DNNL=1 tol="--rtol 1e-3 --atol 1e-4"
+compare bigconvs "$tmp/gen/bigconvs/model.onnx" "$tmp/gen/bigconvs/data"
+expect bigconvs "$tmp/bigconvs.ir" FusedConv 4
+unfused_env= tol=
+compare xformer "$tmp/gen/xformer/model.onnx" "$tmp/gen/xformer/data"
+expect xformer "$tmp/xformer.ir" FusedLayerNorm 2
+expect xformer "$tmp/xformer.ir" FusedSoftmax 3
+expect xformer "$tmp/xformer.ir" Softmax 0
+expect xformer "$tmp/xformer.ir" Erf 0
+expect xformer "$tmp/xformer.ir" ReduceMean 0
+n=$(grep -c 'FusedMatMul.*activation="Gelu"' "$tmp/xformer.ir")
+check "xformer: one GELU fused ($n)" test "$n" = 1
+n=$(count FusedMatMul "$tmp/xformer.ir")
+check "xformer: 9 FusedMatMul ($n)" test "$n" = 9
+# the fixtures, at two ranks too: fusion runs on each rank's graph
+for m in cnn resnet unet gpt bert; do
+	compare "$m" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4
+	compare "$m-tp2" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4 -mesh 1x2
+done
+expect cnn "$tmp/cnn.ir" BatchNormalization 0
+expect resnet "$tmp/resnet.ir" BatchNormalization 0
+expect gpt "$tmp/gpt.ir" Erf 0
+finish

@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""Write small ONNX models that hold every pattern the fusion passes fuse,
+for test/fuse.sh.
+
+    /usr/bin/python3 test/fuse/gen_models.py OUTDIR
+
+Each OUTDIR/NAME/ gets model.onnx and data/input_N.pb (seeded random
+inputs); test/fuse.sh compiles each with and without the fusion passes
+and compares the two programs' outputs.  Only python3-onnx and numpy
+(what CI installs), no framework: the graphs are written node by node.
+
+    convs    Conv+BN+Relu, Conv+BN+residual Add+Relu, depthwise 3x3/s1 and
+             5x5/s2 (+BN+HardSwish), Conv+Clip (bounds as inputs),
+             Conv+HardSigmoid, Conv+LeakyRelu, a 1x1 Conv, a BN not folded
+             because a second node reads its Conv's output; opset 14
+    bigconvs convolutions big enough for oneDNN (3x3/1 Winograd, 3x3/2,
+             1x1) with BN, residual, Relu, HardSwish, Clip; opset 14
+    xformer  decomposed LayerNorm, MatMul+bias, MatMul+bias+erf GELU,
+             MatMul+bias+residual, MatMul+Relu, attention scores scaled by
+             Mul and masked by Where(-inf), scaled by Div with an additive
+             mask, a plain scaled Softmax; opset 13
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+rng = np.random.default_rng(1717)
+
+
+class G:
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def w(self, arr, name=None):
+        name = name or 'w%d' % len(self.inits)
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def op(self, op, ins, **attrs):
+        self.n += 1
+        out = '%s_%d' % (op.lower(), self.n)
+        self.nodes.append(helper.make_node(op, ins, [out], name='/%s_%d' % (op, self.n), **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, stride=1, group=1, bias=True):
+        ins = [x, self.w(rng.normal(0, 0.3, (cout, cin // group, k, k)).astype(np.float32))]
+        if bias:
+            ins.append(self.w(rng.normal(0, 0.1, cout).astype(np.float32)))
+        return self.op('Conv', ins, kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride] * 2,
+                       group=group)
+
+    def bn(self, x, c):
+        f = np.float32
+        return self.op('BatchNormalization', [
+            x, self.w((1 + 0.2 * rng.normal(size=c)).astype(f)), self.w((0.1 * rng.normal(size=c)).astype(f)),
+            self.w((0.2 * rng.normal(size=c)).astype(f)), self.w((0.5 + rng.random(c)).astype(f))],
+            epsilon=1e-5)
+
+    def save(self, path, inputs, outputs, opset):
+        graph = helper.make_graph(self.nodes, 'fuse', inputs, outputs, self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        onnx.save(m, path)
+
+
+def convs(d):
+    g = G()
+    x = g.conv('x', 3, 8, 3)                                     # Conv+BN+Relu
+    x = g.op('Relu', [g.bn(x, 8)])
+    y = g.conv(x, 8, 8, 3, bias=False)                           # +BN+residual+Relu
+    x = g.op('Relu', [g.op('Add', [g.bn(y, 8), x])])
+    y = g.conv(x, 8, 8, 3, group=8, bias=False)                  # depthwise 3x3
+    x = g.op('HardSwish', [g.bn(y, 8)])
+    y = g.conv(x, 8, 16, 1)                                      # 1x1
+    x = g.op('Clip', [y, g.w(np.float32(-1.0)), g.w(np.float32(2.0))])
+    y = g.conv(x, 16, 16, 5, stride=2, group=16)                 # depthwise 5x5/2
+    x = g.op('HardSigmoid', [y], alpha=0.25, beta=0.4)
+    x = g.op('LeakyRelu', [g.conv(x, 16, 8, 3)], alpha=0.1)
+    c = g.conv(x, 8, 8, 3)                                       # read twice: no fold
+    x = g.op('Add', [g.op('Relu', [g.bn(c, 8)]), g.op('Sigmoid', [c])])
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 3, 12, 12])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 8, 6, 6])], 14)
+    return {'x': rng.normal(size=(2, 3, 12, 12)).astype(np.float32)}
+
+
+def bigconvs(d):
+    """Convolutions big enough for oneDNN (runtime/conv_dnnl.c): 3x3 stride
+    1 (Winograd), stride 2, 1x1, with BN, residual and activations."""
+    g = G()
+    x = g.op('Relu', [g.bn(g.conv('x', 8, 32, 3), 32)])
+    y = g.bn(g.conv(x, 32, 32, 3, bias=False), 32)
+    x = g.op('Relu', [g.op('Add', [y, x])])
+    x = g.op('HardSwish', [g.conv(x, 32, 48, 3, stride=2)])
+    x = g.op('Clip', [g.conv(x, 48, 64, 1), g.w(np.float32(0.0)), g.w(np.float32(6.0))])
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 48, 48])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 64, 24, 24])], 14)
+    return {'x': rng.normal(size=(2, 8, 48, 48)).astype(np.float32)}
+
+
+def xformer(d):
+    B, T, C, H = 2, 8, 16, 2
+    g = G()
+    f = np.float32
+
+    def ln(x):
+        mu = g.op('ReduceMean', [x], axes=[-1])
+        dd = g.op('Sub', [x, mu])
+        v = g.op('ReduceMean', [g.op('Pow', [dd, g.w(f(2.0))])], axes=[-1])
+        s = g.op('Sqrt', [g.op('Add', [v, g.w(f(1e-5))])])
+        n = g.op('Mul', [g.op('Div', [dd, s]), g.w((1 + 0.2 * rng.normal(size=C)).astype(f))])
+        return g.op('Add', [n, g.w((0.1 * rng.normal(size=C)).astype(f))])
+
+    def linear(x, cin, cout):
+        y = g.op('MatMul', [x, g.w(rng.normal(0, 0.3, (cin, cout)).astype(f))])
+        return g.op('Add', [g.w((0.1 * rng.normal(size=cout)).astype(f)), y])
+
+    def heads(x):   # [B,T,C] -> [B,H,T,C/H]
+        r = g.op('Reshape', [x, g.w(np.array([B, T, H, C // H], np.int64))])
+        return g.op('Transpose', [r], perm=[0, 2, 1, 3])
+
+    x = ln('x')
+    q, k, v = heads(linear(x, C, C)), heads(linear(x, C, C)), heads(linear(x, C, C))
+    kt = g.op('Transpose', [k], perm=[0, 1, 3, 2])
+    s = g.op('Mul', [g.op('MatMul', [q, kt]), g.w(f(0.35))])
+    causal = np.triu(np.ones((T, T), bool), 1)
+    p = g.op('Softmax', [g.op('Where', [g.w(causal), g.w(f(-np.inf)), s])], axis=-1)
+    s2 = g.op('Div', [g.op('MatMul', [q, kt]), g.w(f(2.5))])
+    p2 = g.op('Softmax', [g.op('Add', [s2, 'mask'])], axis=-1)
+    p3 = g.op('Softmax', [g.op('Mul', [g.w(f(0.5)), g.op('MatMul', [k, g.op('Transpose', [q], perm=[0, 1, 3, 2])])])], axis=-1)
+    a = g.op('Add', [g.op('Add', [g.op('MatMul', [p, v]), g.op('MatMul', [p2, v])]), g.op('MatMul', [p3, v])])
+    a = g.op('Reshape', [g.op('Transpose', [a], perm=[0, 2, 1, 3]), g.w(np.array([B, T, C], np.int64))])
+    x = g.op('Add', [linear(a, C, C), 'x'])                      # residual
+    h = linear(ln(x), C, 4 * C)                                  # erf GELU
+    e = g.op('Add', [g.op('Erf', [g.op('Div', [h, g.w(f(1.41421354))])]), g.w(f(1.0))])
+    h = g.op('Mul', [g.op('Mul', [h, e]), g.w(f(0.5))])
+    x = g.op('Add', [x, linear(h, 4 * C, C)])
+    y = g.op('Relu', [g.op('MatMul', [x, g.w(rng.normal(0, 0.3, (C, C)).astype(f))])])
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [B, T, C]),
+            helper.make_tensor_value_info('mask', TensorProto.FLOAT, [B, 1, 1, T])],
+           [helper.make_tensor_value_info(y, TensorProto.FLOAT, [B, T, C])], 13)
+    mask = np.zeros((B, 1, 1, T), f)
+    mask[1, :, :, T - 3:] = -10000.0
+    return {'x': rng.normal(size=(B, T, C)).astype(f), 'mask': mask}
+
+
+def main():
+    out = sys.argv[1]
+    for name, fn in [('convs', convs), ('bigconvs', bigconvs), ('xformer', xformer)]:
+        d = os.path.join(out, name)
+        os.makedirs(os.path.join(d, 'data'), exist_ok=True)
+        for i, (n, arr) in enumerate(fn(d).items()):
+            with open(os.path.join(d, 'data', 'input_%d.pb' % i), 'wb') as fh:
+                fh.write(numpy_helper.from_array(arr, n).SerializeToString())
+
+
+if __name__ == '__main__':
+    main()
