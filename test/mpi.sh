@@ -23,7 +23,7 @@
 # input file missing, a kernel error on the ranks of one stage (a token id
 # out of range), and a rank killed with SIGKILL in the middle of a run.
 # Last: --backend=nccl is refused through the same table, and --help names
-# mpi.  Under AddressSanitizer, LSAN_OPTIONS points at test/lsan-mpi.supp:
+# mpi.  Under AddressSanitizer, LSAN_OPTIONS points at test/lsan.supp:
 # Open MPI leaves its own allocations for exit to free; the suppressions
 # name only Open MPI's libraries, never ours.
 . "$srcdir/test/lib.sh"
@@ -42,7 +42,7 @@ export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
 # Under ASan: the slow unwinder, so that a leak's stack reaches the Open MPI
 # library that made it even through frames without frame pointers and
 # plugins unloaded at MPI_Finalize, and the suppressions can name it
-export LSAN_OPTIONS="suppressions=$srcdir/test/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$srcdir/test/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 mpirun() { # NP ARGS...: a job that cannot hang the test suite
 	_np=$1; shift

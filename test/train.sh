@@ -130,7 +130,7 @@ if [ "${TAPRT_MPI:-no}" = yes ] && [ -n "${MPIRUN:-}" ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 	export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
 	# under ASan: Open MPI's own leaks are suppressed, as in mpi.sh
-	export LSAN_OPTIONS="suppressions=$srcdir/test/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+	export LSAN_OPTIONS="suppressions=$srcdir/test/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 fi
 # Pipelines (docs/pipeline.md): each model at 1x2 -pp=2 with 4 micro-batches,
