@@ -219,9 +219,12 @@ note(Map *m, const PlanChoice *p)
 	PlanSearch *r = m->rec;
 	if (p->seconds < 0)
 		return;
-	for (int i = 0; i < r->ntop; i++) /* annealing revisits candidates */
-		if (!memcmp(&r->top[i], p, sizeof *p))
+	for (int i = 0; i < r->ntop; i++) { /* annealing revisits candidates */
+		const PlanChoice *q = &r->top[i]; /* field by field: the struct has padding */
+		if (q->dp == p->dp && q->tp == p->tp && q->pp == p->pp && q->mbs == p->mbs &&
+		    q->micro == p->micro && q->place == p->place)
 			return;
+	}
 	int at = r->ntop;
 	while (at > 0 && r->top[at - 1].seconds > p->seconds)
 		at--;
