@@ -679,6 +679,8 @@ main(int argc, char **argv)
 	/* the devices: -cluster, -mesh (with -cost's constants), an IR file's
 	 * mesh, or one */
 	g->cost = cost;
+	if (g->loss != IR_NONE) /* an IR file of a training graph: planned for training */
+		g->cost.train = true;
 	if (is_ir && g->mesh.dp && !*o.mesh && !have_cluster) {
 		mesh.rows = g->mesh.rows;
 		mesh.cols = g->mesh.cols;

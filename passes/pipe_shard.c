@@ -227,6 +227,20 @@ pass_pipe_shard(Graph *g, PassCtx *cx)
 {
 	if (g->mesh.dp ? g->mesh.pp <= 1 : g->cluster.ndevices <= 1 && cx->pp <= 1)
 		return true;
+	if (g->loss != IR_NONE && g->mesh.dp) {
+		/* an IR file's training graph, cut already: its backward nodes
+		 * read forward values across the whole graph and would merge
+		 * every subgraph into one, so the cut it carries (sg=) stays */
+		int most = -1;
+		for (NodeId n = 0; n < g->nnodes; n++)
+			if (!g->nodes[n].dead && g->nodes[n].subgraph != IR_NONE &&
+			    g->nodes[n].subgraph > most)
+				most = g->nodes[n].subgraph;
+		if (most >= 0) {
+			g->nsubgraphs = most + 1;
+			return true;
+		}
+	}
 	int blocks = 1;
 	for (int t = 0; t < g->ntemplates; t++)
 		if (g->templates[t].ninstances > blocks)
