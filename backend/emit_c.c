@@ -522,8 +522,14 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 			break;
 		case STEP_RECV: case STEP_SEND: {
 			int i = e.num[st->t];
+			TensorId r = mp->view[st->t] != IR_NONE ? mp->view[st->t] : st->t;
 			if (mp->off[j][st->t] >= 0)
 				fprintf(f, "\tT[%d].data = a + %lld;\n", i, (long long)mp->off[j][st->t]);
+			else if (mp->bound[r] && st->micro >= 0)
+				/* the program's own rows (an output another stage
+				 * reads): micro-batch k's, also when the send waited
+				 * for a later micro-batch's step (-slice) */
+				fprintf(f, "\tbind_io(cx, %d);\n", st->micro);
 			int d = (st->peer - stage) * tp;
 			fprintf(f, "\tif (taprt_%s(cx, &T[%d], cx->rank %c %d, %d))\n\t\treturn -1;"
 			    "\t/* micro-batch %d %s stage %d */\n", st->kind == STEP_RECV ? "recv" : "send", i,

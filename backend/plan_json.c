@@ -204,7 +204,12 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 		    g->sched_time);
 		for (int k = 0; k < SCHED_COUNT; k++)
 			fprintf(f, "%s\"%s\": %.6g", k ? ", " : "", sched_name(k), g->sched_times[k]);
-		fputs("}}", f);
+		fputs("}", f);
+		if (g->slice > 0) /* AutoPipe's slicer: micro-batches are pairs of halves */
+			fprintf(f, ", \"slice\": {\"pairs\": %d, \"sliced\": %d, "
+			    "\"simulated_unsliced_seconds\": %.6g}", g->microbatches / 2, g->slice,
+			    g->slice_none_time);
+		fputs("}", f);
 	}
 	fputs("},\n", f);
 }

@@ -79,6 +79,8 @@ static cl::opt<std::string> Schedule("schedule", cl::desc("The pipeline schedule
     cl::value_desc("gpipe|1f1b|merak"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> Recompute("recompute", cl::desc("-train: recompute each micro-batch's forward before its backward: none, all, or auto (Merak's stage-aware recomputation: the stages whose in-flight activations do not fit)"),
     cl::value_desc("none|all|auto"), cl::init("none"), cl::cat(Cat));
+static cl::opt<bool> Slice("slice", cl::desc("With a pipeline: AutoPipe's micro-batch slicer: run each micro-batch as two halves and send the first micro-batches' forward halves on their own, to shorten the start-up (the count is solved; docs/pipeline.md)"),
+    cl::init(false), cl::cat(Cat));
 static cl::opt<std::string> Search("search", cl::desc("How mesh-map searches: auto (exhaustive up to 100000 candidates, else annealing), exhaustive, anneal"),
     cl::value_desc("auto|exhaustive|anneal"), cl::init("auto"), cl::cat(Cat));
 static cl::opt<int> AnnealSteps("anneal-steps", cl::desc("Simulated annealing steps (default 500, as AMP)"),
@@ -157,6 +159,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->eps = Eps;
 	o->schedule = Schedule.c_str();
 	o->recompute = Recompute.c_str();
+	o->slice = Slice;
 	o->anneal_steps = AnnealSteps;
 	o->seed = Seed;
 	o->tp_random = TPRandom;

@@ -75,7 +75,9 @@ extra_help(void)
 	    "  pass lists each stage's steps (forward, backward, recompute of a micro-batch, sends,\n"
 	    "  receives, gradient buckets, optimizer): -schedule=gpipe|1f1b|merak (default: the\n"
 	    "  fastest simulated; ties to 1f1b), -recompute=none|all|auto (auto: Merak's\n"
-	    "  stage-aware rule). The program's --memory-report prints each rank's measured peak\n"
+	    "  stage-aware rule), -slice (AutoPipe's slicer: micro-batches run as halves, the\n"
+	    "  first ones' forward halves sent on their own to shorten the start-up; the count is\n"
+	    "  solved by simulation). The program's --memory-report prints each rank's measured peak\n"
 	    "  of activations. -emit=plan shows the stage table, -emit=schedule draws the schedule.\n"
 	    "\nSHAPES: every symbolic dim needs a value: dim 0 (the batch) is 1 or -batch=N; others come\n"
 	    "  from -dim NAME=N or -input-shape INPUT=AxBxC. A model exported at a fixed batch is\n"
@@ -605,6 +607,7 @@ main(int argc, char **argv)
 		diag_error("-schedule=%s: expected gpipe, 1f1b or merak", o.schedule);
 		ok = false;
 	}
+	cx.slice = o.slice;
 	if (strcmp(o.recompute, "none") == 0)
 		cx.recompute = RECOMPUTE_NONE;
 	else if (strcmp(o.recompute, "all") == 0)

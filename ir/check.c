@@ -231,6 +231,13 @@ ir_check(Graph *g)
 		diag_file(g->model, "microbatches=%d: expected 1 to %d", g->microbatches, IR_MAX_DEVICES);
 		return false;
 	}
+	/* slice=N: micro-batches are pairs of halves, N of them sliced */
+	if (g->slice < 0 || (g->slice > 0 && (g->mesh.pp < 2 || g->microbatches < 2 ||
+	    g->microbatches % 2 || g->slice > g->microbatches / 2))) {
+		diag_file(g->model, "slice=%d: expected with pp > 1, an even microbatches= (the halves) "
+		    "and at most microbatches/2 sliced micro-batches", g->slice);
+		return false;
+	}
 	for (TensorId t = 0; t < g->ntensors; t++)
 		if (!check_tensor(g, t))
 			return false;

@@ -424,7 +424,12 @@ typedef struct Graph {
 
 	int nstages;
 	PipeStage *stages;              /* [nstages] */
-	int microbatches;               /* M of the simulated schedule */
+	int microbatches;               /* M of the simulated schedule (halves when slice > 0) */
+	int slice;                      /* -slice (AutoPipe's slicer): 0 off; else every
+	                                 * micro-batch runs as a pair of halves (the graph is
+	                                 * a half's, microbatches counts halves) and the first
+	                                 * `slice` pairs' forwards are sliced: each half sent
+	                                 * on its own (the schedule pass solves it; 1 before) */
 	double pipe_comm;               /* seconds per stage-to-stage transfer (mean) */
 	double pipe_time;               /* simulated iteration, chosen assignment */
 	double pipe_even_time;          /* ... Megatron's even split of the blocks (-1: none) */
@@ -438,6 +443,7 @@ typedef struct Graph {
 	StageSched *sched;              /* [emit_nstages] */
 	double sched_time;              /* the schedule's simulated iteration, seconds */
 	double sched_times[SCHED_COUNT]; /* each kind's, for plan.json (-1: not simulated) */
+	double slice_none_time;         /* -slice: the step with no pair sliced (plan.json) */
 
 	/* training (passes/loss.c, autodiff.c, optimizer.c): the scalar loss and,
 	 * per trainable weight, the tensor holding d loss / d weight */

@@ -295,6 +295,8 @@ print_graph(FILE *f, Graph *g)
 		    g->mesh.dp, g->mesh.tp, g->mesh.pp);
 	if (g->mesh.dp && g->microbatches > 1) /* shapes are a micro-batch's */
 		fprintf(f, " microbatches=%d", g->microbatches);
+	if (g->mesh.dp && g->slice > 0) /* microbatches counts halves */
+		fprintf(f, " slice=%d", g->slice);
 	fputc('\n', f);
 
 	for (int i = 0; i < g->ninputs; i++)

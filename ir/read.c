@@ -1059,7 +1059,8 @@ dir_of(Graph *g, const char *path)
 	return dir;
 }
 
-/* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2 microbatches=4' */
+/* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2 microbatches=4'
+ * (and slice=N after -slice) */
 static void
 parse_header(Reader *r)
 {
@@ -1067,15 +1068,16 @@ parse_header(Reader *r)
 	if (!consume_word(r, "graph"))
 		error(r, "expected 'graph' header, found %s", found(r));
 	g->name = parse_string(r, "quoted graph name");
-	bool seen[7] = {0};
-	static const char *keys[] = {"model", "opset", "mesh", "dp", "tp", "pp", "microbatches"};
+	bool seen[8] = {0};
+	static const char *keys[] = {"model", "opset", "mesh", "dp", "tp", "pp", "microbatches",
+		"slice"};
 	while (!at_end(r)) {
 		int k = 0;
-		while (k < 7 && !consume_word(r, keys[k]))
+		while (k < 8 && !consume_word(r, keys[k]))
 			k++;
-		if (k == 7)
-			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp= or microbatches=, found %s",
-			    found(r));
+		if (k == 8)
+			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches= or slice=, "
+			    "found %s", found(r));
 		if (seen[k])
 			error(r, "duplicate %s= in header", keys[k]);
 		seen[k] = true;
@@ -1102,13 +1104,14 @@ parse_header(Reader *r)
 		case 4: g->mesh.tp = (int)parse_int(r, "tp", 1, INT_MAX); break;
 		case 5: g->mesh.pp = (int)parse_int(r, "pp", 1, INT_MAX); break;
 		case 6: g->microbatches = (int)parse_int(r, "microbatches", 1, INT_MAX); break;
+		case 7: g->slice = (int)parse_int(r, "slice", 1, INT_MAX); break; /* ir_check bounds it */
 		}
 	}
 	/* chosen degrees come as a set, as the printer writes them: a lone
 	 * dp= would print back as mesh=0x0, which does not read */
-	bool degrees = seen[3] || seen[4] || seen[5] || seen[6];
+	bool degrees = seen[3] || seen[4] || seen[5] || seen[6] || seen[7];
 	if (degrees && !(seen[2] && seen[3] && seen[4] && seen[5]))
-		error(r, "dp=, tp=, pp= and microbatches= need mesh=, dp=, tp= and pp= together");
+		error(r, "dp=, tp=, pp=, microbatches= and slice= need mesh=, dp=, tp= and pp= together");
 }
 
 /* GraphNodes from the nodes' gn= annotations; the printer keeps only the

@@ -209,6 +209,8 @@ choice(const Triple *t, int64_t mbs, int place, int64_t B)
 static bool
 mbs_allowed(Map *m, const Triple *t, int64_t mbs)
 {
+	if (m->cx->slice && t->pp > 1 && mbs % 2)
+		return false; /* -slice halves the micro-batch */
 	return !m->cx->microbatches || m->B / t->dp / mbs == m->cx->microbatches;
 }
 
@@ -577,6 +579,24 @@ check_forced(Map *m, int nsub, const BatchPlan *bp, bool analysed)
 		    (long long)(m->B / cx->dp), (long long)m->B, cx->dp);
 		return false;
 	}
+	if (cx->slice && cx->pp == 1) {
+		diag_error("-slice -pp=1: the slicer shortens a pipeline's start-up; there is no "
+		    "pipeline to slice");
+		return false;
+	}
+	if (cx->slice && !m->split) {
+		diag_file(g->model, "-slice: the batch cannot be split, so a micro-batch cannot be "
+		    "halved");
+		return false;
+	}
+	if (cx->slice && cx->microbatches && cx->dp && (m->B / cx->dp / cx->microbatches) % 2) {
+		diag_error("%s: -slice halves each micro-batch, but -microbatches=%d of a replica's "
+		    "batch %lld gives micro-batches of %lld row%s, an odd number (-batch=N)", g->model,
+		    cx->microbatches, (long long)(m->B / cx->dp),
+		    (long long)(m->B / cx->dp / cx->microbatches),
+		    m->B / cx->dp / cx->microbatches == 1 ? "" : "s");
+		return false;
+	}
 	return true;
 }
 
@@ -702,6 +722,12 @@ pass_mesh_map(Graph *g, PassCtx *cx)
 						least = p;
 				}
 			}
+		if (least.memory == INFINITY && cx->slice) {
+			diag_file(g->model, "-slice halves each micro-batch, but every pipelined plan "
+			    "for this batch has micro-batches of an odd number of rows (-batch=N, "
+			    "-microbatches=M)");
+			goto fail;
+		}
 		double have = 0;
 		for (int k = 0; k < g->cluster.nkinds; k++)
 			have = g->cluster.kinds[k].memory > have ? g->cluster.kinds[k].memory : have;
@@ -732,7 +758,25 @@ pass_mesh_map(Graph *g, PassCtx *cx)
 	g->degree_rule = ir_strdup(&g->arena, rule);
 	free(rule);
 	apply(&m, &rec->chosen);
-	if (!planned && rec->chosen.mbs != m.B && !respecialize(g, &bp, m.B, rec->chosen.mbs))
+	int64_t mbs = rec->chosen.mbs;
+	if (!planned && cx->slice) {
+		if (g->mesh.pp < 2) {
+			diag_file(g->model, "-slice: the plan chosen has no pipeline (%s); -pp=N forces "
+			    "one", g->degree_rule);
+			goto fail;
+		}
+		/* AutoPipe's slicer: every micro-batch a pair of halves; the
+		 * schedule pass decides which pairs' forwards are sliced */
+		if (g->microbatches > IR_MAX_DEVICES / 2) {
+			diag_error("-slice: %d micro-batches make %d halves, more than %d",
+			    g->microbatches, 2 * g->microbatches, IR_MAX_DEVICES);
+			goto fail;
+		}
+		mbs /= 2;
+		g->microbatches *= 2;
+		g->slice = 1;
+	}
+	if (!planned && mbs != m.B && !respecialize(g, &bp, m.B, mbs))
 		goto fail;
 	if (analysed)
 		ir_batch_plan_free(&bp);

@@ -34,6 +34,8 @@ typedef struct {
 	TrainRequest train;
 	int schedule;                   /* -schedule: 0 the best predicted, else SchedKind + 1 */
 	int recompute;                  /* -recompute: RECOMPUTE_* */
+	bool slice;                     /* -slice: AutoPipe's micro-batch slicer (mesh-map
+	                                 * halves the micro-batch, schedule solves the count) */
 } PassCtx;
 
 enum { RECOMPUTE_NONE, RECOMPUTE_ALL, RECOMPUTE_AUTO };

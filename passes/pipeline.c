@@ -82,19 +82,21 @@ pipe_simulate(const PipeSpec *p, PipeSim *out)
 	/* each stage's order: forward only, given, or the schedule's */
 	int *first = xcalloc(K + 1, sizeof *first);
 	for (int s = 0; s < K; s++)
-		first[s + 1] = first[s] + (!train ? M : p->order ? p->norder[s] : 3 * M);
+		first[s + 1] = first[s] + (p->order ? p->norder[s] : !train ? M : 3 * M);
 	out->ops = xcalloc(first[K], sizeof *out->ops);
 	for (int s = 0; s < K; s++) {
 		PipeOp *o = out->ops + out->nops;
 		int k = 0;
-		if (!train)
-			for (int m = 0; m < M; m++)
-				o[k++] = (PipeOp){.stage = s, .micro = m};
-		else if (p->order)
+		if (p->order)
 			for (k = 0; k < p->norder[s]; k++) {
 				o[k] = p->order[s][k];
 				o[k].stage = s;
+				if (!train && (o[k].backward || o[k].recompute))
+					break; /* forward only: no backward time */
 			}
+		else if (!train)
+			for (int m = 0; m < M; m++)
+				o[k++] = (PipeOp){.stage = s, .micro = m};
 		else
 			k = pipe_order(p->sched, K, M, s, p->recompute && p->recompute[s], o);
 		first[s] = out->nops;
@@ -135,6 +137,13 @@ pipe_simulate(const PipeSpec *p, PipeSim *out)
 					missing = (dep = at[((s + 1) * M + o->micro) * 3 + 1]) < 0;
 				else if (o->backward)
 					missing = (dep = at[(s * M + o->micro) * 3]) < 0;
+				if (!missing && dep >= 0 && out->ops[dep].stage != s && out->ops[dep].release) {
+					/* the result left with a later micro-batch's */
+					int m = out->ops[dep].micro + out->ops[dep].release;
+					missing = m < 0 || m >= M ||
+					    (dep = at[(out->ops[dep].stage * M + m) * 3 +
+					    out->ops[dep].backward]) < 0;
+				}
 				if (missing || (dep >= 0 && !done[dep]))
 					break;
 				double ready = dep < 0 ? 0 : out->ops[dep].end +

@@ -23,6 +23,8 @@ typedef struct {
 	int stage, micro;
 	bool backward;
 	bool recompute;                 /* the forward again, before the backward (not backward) */
+	int release;                    /* its result leaves with that of micro + release (a
+	                                 * send held for the pair's other half, -slice); 0 */
 	double start, end;
 	bool critical;                  /* on the critical path (see pipe_simulate) */
 } PipeOp;

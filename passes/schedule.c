@@ -28,6 +28,15 @@
  * granularity of a stage: a stage recomputes only if holding its
  * in-flight micro-batches' activations would not fit its devices' memory.
  *
+ * -slice (AutoPipe's micro-batch slicer, §III-C): mesh-map made every
+ * micro-batch a pair of halves (Graph.slice > 0, microbatches counts the
+ * halves); the order runs on pairs, each pair's forward, recompute and
+ * backward one half after the other.  The first Graph.slice pairs are
+ * sliced: each forward half is sent as soon as it is computed, so the next
+ * stage starts after half a micro-batch; the other pairs' sends, and every
+ * backward's, wait for the second half (AutoPipe's aggregated
+ * communication).  The count is solved by simulation (slice_count).
+ *
  * Needs: stage-assign (Node.stage; Graph.stages with pp > 1), and for
  * training autodiff, grad-sync and optimizer.  Guarantees: Graph.sched
  * (one StageSched per stage, in the graph's arena), sched_kind,
@@ -141,6 +150,48 @@ boundaries(Graph *g, int s, int *recv, bool *send)
 	}
 }
 
+/*
+ * Stage s's forwards, backwards and recomputes in order into o (room for
+ * 3 microbatches): pipe_order's, and with -slice its operations on pairs
+ * of halves expanded into the halves (a recompute right before the
+ * backward of its own half).
+ */
+static int
+stage_order(const Graph *g, int kind, int s, bool recompute, PipeOp *o)
+{
+	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
+	if (g->slice <= 0)
+		return pipe_order(kind, K, M, s, recompute, o);
+	PipeOp *pair = malloc(sizeof *pair * (3 * (M / 2) + 1));
+	if (!pair)
+		die("out of memory");
+	int np = pipe_order(kind, K, M / 2, s, recompute, pair), n = 0;
+	for (int i = 0; i < np; i++) {
+		PipeOp a = pair[i];
+		if (a.recompute && i + 1 < np && pair[i + 1].backward && pair[i + 1].micro == a.micro) {
+			PipeOp b = pair[++i];
+			for (int h = 0; h < 2; h++) {
+				o[n] = a, o[n++].micro = 2 * a.micro + h;
+				o[n] = b, o[n++].micro = 2 * b.micro + h;
+			}
+			continue;
+		}
+		for (int h = 0; h < 2; h++)
+			o[n] = a, o[n++].micro = 2 * a.micro + h;
+	}
+	free(pair);
+	return n;
+}
+
+/* Does the step (what, micro k) hold its sends for the other half of its
+ * pair?  With halves, every first half but the first `sliced` pairs'
+ * forwards. */
+static bool
+deferred(const Graph *g, int sliced, StepKind what, int k)
+{
+	return g->slice > 0 && k % 2 == 0 && (what == STEP_BWD || k / 2 >= sliced);
+}
+
 /* The recompute choice of every stage (RECOMPUTE_*); rec[s]. */
 static void
 choose_recompute(Graph *g, int mode, int kind, bool *rec)
@@ -181,7 +232,7 @@ choose_recompute(Graph *g, int mode, int kind, bool *rec)
 	}
 	for (int s = 0; s < K; s++) {
 		PipeOp *o = malloc(sizeof *o * (3 * M + 1));
-		int n = pipe_order(kind, K, M, s, false, o);
+		int n = stage_order(g, kind, s, false, o);
 		int inflight = pipe_inflight(o, n);
 		free(o);
 		double cap = g->cost.memory > 0 ? g->cost.memory : 1e300;
@@ -202,9 +253,10 @@ choose_recompute(Graph *g, int mode, int kind, bool *rec)
 	free(seen);
 }
 
-/* The steps of stage s under kind, with recompute where rec[] says. */
+/* The steps of stage s under kind, with recompute where rec[] says and
+ * the first `sliced` pairs of halves sliced. */
 static StageSched
-build_stage(Graph *g, int s, int kind, bool recompute)
+build_stage(Graph *g, int s, int kind, bool recompute, int sliced)
 {
 	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
 	bool train = g->loss != IR_NONE;
@@ -232,11 +284,14 @@ build_stage(Graph *g, int s, int kind, bool recompute)
 	PipeOp *o = malloc(sizeof *o * (3 * M + 1));
 	int n = 0;
 	if (train && has[STEP_BWD]) {
-		n = pipe_order(kind, K, M, s, recompute, o);
+		n = stage_order(g, kind, s, recompute, o);
 	} else {
 		for (int m = 0; m < M; m++)
 			o[n++] = (PipeOp){.stage = s, .micro = m};
 	}
+	int held[STEP_COUNT]; /* a first half whose sends wait for the second: its micro */
+	for (int i = 0; i < STEP_COUNT; i++)
+		held[i] = -1;
 	for (int i = 0; i < n; i++) {
 		int k = o[i].micro;
 		StepKind what = o[i].backward ? STEP_BWD : o[i].recompute ? STEP_RECOMPUTE : STEP_FWD;
@@ -250,14 +305,20 @@ build_stage(Graph *g, int s, int kind, bool recompute)
 		add(&b, (SchedStep){what, k, IR_NONE, -1, IR_NONE});
 		if (what == STEP_RECOMPUTE)
 			continue;
-		for (TensorId t = 0; t < g->ntensors; t++) {
-			int ps = -1;
-			if (producer_step(g, t, &ps) != (int)what || ps != s || once[t])
-				continue;
-			for (int to = 0; to < K; to++)
-				if (send[(size_t)t * K + to])
-					add(&b, (SchedStep){STEP_SEND, k, t, to, IR_NONE});
+		if (deferred(g, sliced, what, k)) {
+			held[what] = k;
+			continue;
 		}
+		for (int m = held[what] >= 0 ? held[what] : k; m <= k; m++)
+			for (TensorId t = 0; t < g->ntensors; t++) {
+				int ps = -1;
+				if (producer_step(g, t, &ps) != (int)what || ps != s || once[t])
+					continue;
+				for (int to = 0; to < K; to++)
+					if (send[(size_t)t * K + to])
+						add(&b, (SchedStep){STEP_SEND, m, t, to, IR_NONE});
+			}
+		held[what] = -1;
 	}
 	for (NodeId x = 0; x < g->nnodes; x++)
 		if (!g->nodes[x].dead && node_stage(g, x) == s && sched_node_step(g, x) == STEP_SYNC)
@@ -291,15 +352,50 @@ build_stage(Graph *g, int s, int kind, bool recompute)
 	return st;
 }
 
-void
-sched_build(Graph *g, int kind, const bool *rec)
+static void
+build_all(Graph *g, int kind, const bool *rec, int sliced)
 {
 	int K = nstages(g);
 	g->sched_kind = kind;
 	g->sched = ir_alloc(&g->arena, sizeof *g->sched * K);
 	ir_reindex(g);
 	for (int s = 0; s < K; s++)
-		g->sched[s] = build_stage(g, s, kind, rec && rec[s]);
+		g->sched[s] = build_stage(g, s, kind, rec && rec[s], sliced);
+}
+
+void
+sched_build(Graph *g, int kind, const bool *rec)
+{
+	build_all(g, kind, rec, g->slice);
+}
+
+/*
+ * AutoPipe's Algorithm 2, by simulation: the number of pairs to slice.
+ * The paper computes, with closed-form start and end times, the first
+ * mb at which the next unbroken micro-batch would start no earlier if
+ * it were sliced too; tapc runs its event simulator on the schedule with
+ * 1, 2, ... sliced pairs (at most the stage count: past the warm-up,
+ * slicing shortens no start-up) and keeps the fewest that reach the
+ * least simulated step.  Builds Graph.sched with that count; *none gets
+ * the step with no pair sliced (every send aggregated: the halves then
+ * pipeline as whole micro-batches do).
+ */
+static int
+slice_count(Graph *g, int kind, const bool *rec, double *none)
+{
+	int K = nstages(g), pairs = g->microbatches / 2, most = pairs < K ? pairs : K;
+	build_all(g, kind, rec, 0);
+	*none = sched_simulate(g, NULL);
+	int best = 1;
+	double bt = -1;
+	for (int mb = 1; mb <= most; mb++) {
+		build_all(g, kind, rec, mb);
+		double t = sched_simulate(g, NULL);
+		if (t >= 0 && (bt < 0 || t < bt * (1 - 1e-9)))
+			bt = t, best = mb;
+	}
+	build_all(g, kind, rec, best);
+	return best;
 }
 
 double
@@ -316,12 +412,27 @@ sched_simulate(Graph *g, PipeSim *out)
 		f[s] = g->stages[s].fwd;
 		bw[s] = g->stages[s].bwd;
 		order[s] = calloc(g->sched[s].nsteps + 1, sizeof **order);
+		int last[2] = {-1, -1}; /* the latest forward and backward in order[s] */
 		for (int i = 0; i < g->sched[s].nsteps; i++) {
 			SchedStep *st = &g->sched[s].steps[i];
-			if (st->kind == STEP_FWD || st->kind == STEP_BWD || st->kind == STEP_RECOMPUTE)
+			if (st->kind == STEP_FWD || st->kind == STEP_BWD || st->kind == STEP_RECOMPUTE) {
+				if (st->kind != STEP_RECOMPUTE)
+					last[st->kind == STEP_BWD] = norder[s];
 				order[s][norder[s]++] = (PipeOp){.stage = s, .micro = st->micro,
 					.backward = st->kind == STEP_BWD,
 					.recompute = st->kind == STEP_RECOMPUTE};
+			} else if (st->kind == STEP_SEND && st->micro >= 0) {
+				/* a send after a later micro-batch's step: the value
+				 * leaves when that step ends */
+				int ps, b = producer_step(g, st->t, &ps) == STEP_BWD;
+				if (last[b] >= 0 && order[s][last[b]].micro != st->micro)
+					for (int j = last[b] - 1; j >= 0; j--)
+						if (order[s][j].micro == st->micro && !order[s][j].recompute &&
+						    order[s][j].backward == b) {
+							order[s][j].release = order[s][last[b]].micro - st->micro;
+							break;
+						}
+			}
 		}
 	}
 	PipeSpec p = {.nstages = K, .micro = M, .fwd = f, .bwd = train ? bw : NULL,
@@ -372,10 +483,14 @@ pass_schedule(Graph *g, PassCtx *cx)
 	double bt = -1;
 	/* preference on ties: 1F1B (fewest activations), Merak, GPipe */
 	static const int kinds[] = {SCHED_1F1B, SCHED_MERAK, SCHED_GPIPE};
+	double none = -1;
 	for (int i = 0; i < 3; i++) {
 		int kind = kinds[i];
 		choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec);
-		sched_build(g, kind, rec);
+		if (g->slice > 0 && K > 1)
+			slice_count(g, kind, rec, &none);
+		else
+			sched_build(g, kind, rec);
 		double t = sched_simulate(g, NULL);
 		g->sched_times[kind] = t;
 		if (want < 0 && t >= 0 && (bt < 0 || t < bt * (1 - 1e-9)))
@@ -383,7 +498,10 @@ pass_schedule(Graph *g, PassCtx *cx)
 	}
 	int kind = want >= 0 ? want : best;
 	choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec);
-	sched_build(g, kind, rec);
+	if (g->slice > 0 && K > 1)
+		g->slice = slice_count(g, kind, rec, &g->slice_none_time);
+	else
+		sched_build(g, kind, rec);
 	g->sched_time = sched_simulate(g, NULL);
 	free(rec);
 	return true;

@@ -137,6 +137,8 @@ fi
 # the schedule turning with the model and optimizer (TRAIN_PIPE_FULL=yes: every
 # schedule for both optimizers); AdamW at 2x4 (dp 2, tp 2, pp 2, 2
 # micro-batches); SGD at 1x4 -pp=4 with -recompute=auto, and -recompute=all.
+# AutoPipe's slicer (-slice: each micro-batch as two halves): SGD at 1x4
+# -pp=4, AdamW at 1x2 -pp=2 with -recompute=all.
 schedules="gpipe 1f1b merak"
 turn=0
 pipe_plans() { # this model's pipeline plans for $opt
@@ -148,9 +150,11 @@ pipe_plans() { # this model's pipeline plans for $opt
 		echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=$1"
 	fi
 	case $opt in
-	adamw) echo "-mesh,2x4,-dp=2,-tp=2,-pp=2,-microbatches=2" ;;
+	adamw) echo "-mesh,2x4,-dp=2,-tp=2,-pp=2,-microbatches=2"
+	       echo "-mesh,1x2,-pp=2,-microbatches=2,-slice,-recompute=all" ;;
 	sgd) echo "-mesh,1x4,-pp=4,-microbatches=4,-recompute=auto"
-	     echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=1f1b,-recompute=all" ;;
+	     echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=1f1b,-recompute=all"
+	     echo "-mesh,1x4,-pp=4,-microbatches=2,-slice" ;;
 	esac
 }
 
@@ -258,6 +262,25 @@ if "$TAPC" $d/model.onnx -train $(cat $d/adamw/args) -batch=4 -mesh 2x1 -dp=2 -e
 else
 	fail "training IR dump: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
 fi
+# a pipelined training graph's IR dump, sliced (its header's microbatches=
+# counts the halves, slice= the sliced pairs; its sg= cut is kept, not
+# re-cut across the backward): torch's losses again
+d=test/train/gpt_untied
+if "$TAPC" $d/model.onnx -train $(cat $d/sgd/args) -batch=4 -mesh 1x2 -pp=2 -microbatches=2 -slice \
+    -emit=ir -o "$tmp/slice.ir" 2>"$tmp/err" &&
+    head -1 "$tmp/slice.ir" | grep -q ' microbatches=4 slice=[12]$' &&
+    "$TAPC" "$tmp/slice.ir" -model=$d/model.onnx -o "$tmp/fromir2" 2>>"$tmp/err" &&
+    make -s -C "$tmp/fromir2" >/dev/null 2>>"$tmp/err" &&
+    "$tmp/fromir2/model" --train 10 --data $d/data >"$tmp/log" 2>>"$tmp/err" &&
+    $py -c "$cmp_losses" "$tmp/log" $d/sgd/losses.txt >"$tmp/cmp" 2>&1; then
+	pass "a sliced pipeline's training IR dump (pp 2, slice=) compiles and trains as torch"
+else
+	fail "sliced training IR dump: $(head -1 "$tmp/slice.ir") $(cat "$tmp/err" "$tmp/cmp" | head -3)"
+fi
+sed '1s/slice=[0-9]*/slice=7/' "$tmp/slice.ir" >"$tmp/bad.ir"
+expect_err "an IR file's slice= beyond its pairs" "slice=7: expected with pp > 1" \
+    "$TAPC" "$tmp/bad.ir" -model=$d/model.onnx -emit=ir
+d=test/train/mlp
 # ... whose loss and gradient lines are checked like the rest of an IR file
 w=$(sed -n 's/^  grad \(%[0-9]*\) .*/\1/p' "$tmp/train.ir" | head -1)
 sed "s/^  grad $w .*/  grad $w $w/" "$tmp/train.ir" >"$tmp/bad.ir"
@@ -274,4 +297,9 @@ expect_err "-recompute=some" "expected none, all or auto" "$TAPC" $m -train -rec
 expect_err "-loss=hinge" "expected cross_entropy or mse" "$TAPC" $m -train -loss=hinge -emit=ir
 expect_err "-optimizer=lamb" "expected sgd or adamw" "$TAPC" $m -train -optimizer=lamb -emit=ir
 expect_err "-lr=0" "expected lr > 0" "$TAPC" $m -train -lr=0 -emit=ir
+expect_err "-slice -pp=1" "no pipeline to slice" "$TAPC" $m -train -slice -pp=1 -emit=ir
+expect_err "-slice with micro-batches of 1 row" "micro-batches of an odd number of rows" \
+    "$TAPC" $m -train -batch=4 -mesh 1x2 -pp=2 -microbatches=4 -slice -emit=ir
+expect_err "-slice where the plan has no pipeline" "the plan chosen has no pipeline" \
+    "$TAPC" $m -train -batch=4 -mesh 1x2 -dp=2 -slice -emit=ir
 finish

@@ -187,6 +187,55 @@ sim_gpipe_and_deadlock(void)
 	CU_ASSERT_FALSE(pipe_simulate(&q, &s));
 }
 
+/* A send held for the next micro-batch (AutoPipe's aggregated halves):
+ * 2 stages, forward only, f = 1, no comm, 4 micro-batches, the result of
+ * micro-batch 2 leaving with that of 3:
+ *   s0: F0 0-1  F1 1-2  F2 2-3  F3 3-4
+ *   s1:         F0 1-2  F1 2-3         F2 4-5  F3 5-6
+ * 6 where sending each on its own gives 5; and in training the gradient
+ * of backward 0 held for backward 1 (f 1, b 2, GPipe):
+ *   s1: F0 1-2  F1 2-3  B0 3-5  B1 5-7
+ *   s0: B0 waits for s1's B1: 7-9, B1 9-11 (without: B0 5-7, B1 7-9) */
+static void
+sim_release_by_hand(void)
+{
+	double f[] = {1, 1}, b[] = {2, 2};
+	PipeOp s0[4], s1[4];
+	for (int m = 0; m < 4; m++)
+		s0[m] = s1[m] = (PipeOp){.micro = m};
+	s0[2].release = 1;
+	const PipeOp *order[] = {s0, s1};
+	int norder[] = {4, 4};
+	PipeSpec p = {.nstages = 2, .micro = 4, .fwd = f, .order = order, .norder = norder};
+	PipeSim s;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 6, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 2, false)->start, 4, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 1, 1, false)->start, 2, 1e-12);
+	pipe_sim_free(&s);
+	s0[2].release = 0;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&p, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 5, 1e-12);
+	pipe_sim_free(&s);
+
+	PipeOp t0[4] = {{.micro = 0}, {.micro = 1}, {.micro = 0, .backward = true},
+		{.micro = 1, .backward = true}};
+	PipeOp t1[4];
+	memcpy(t1, t0, sizeof t1);
+	t1[2].release = 1;
+	const PipeOp *torder[] = {t0, t1};
+	int tn[] = {4, 4};
+	PipeSpec q = {.nstages = 2, .micro = 2, .fwd = f, .bwd = b, .order = torder, .norder = tn};
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&q, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 11, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(op(&s, 0, 0, true)->start, 7, 1e-12);
+	pipe_sim_free(&s);
+	t1[2].release = 0;
+	CU_ASSERT_TRUE_FATAL(pipe_simulate(&q, &s));
+	CU_ASSERT_DOUBLE_EQUAL(s.time, 9, 1e-12);
+	pipe_sim_free(&s);
+}
+
 /* Merak's shifted critical path against 1F1B, both recomputing (Merak
  * §5.1's setting), when the last stage carries a head (twice the others'
  * work): the last stage drops its recompute and the penultimate runs one
@@ -669,6 +718,62 @@ stage_assign_gpt(void)
 	ir_free(g);
 }
 
+/* -slice on GPT over 2 stages, 3 micro-batches as 6 halves: the
+ * schedule pass solves the sliced count (at least 1, at most the pairs),
+ * the sliced pairs' forward halves are sent one by one (FWD 2p, its
+ * SENDs, FWD 2p+1, its SENDs), the others' after both halves (FWD 2p,
+ * FWD 2p+1, SENDs of 2p, SENDs of 2p+1); the stage receiving them reads
+ * every half before its forward; the simulated step is no longer than
+ * with no pair sliced, and shorter than that here (stage 1 starts after
+ * half a micro-batch). */
+static void
+schedule_slice_gpt(void)
+{
+	Graph *g = fixture_graph("gpt");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	PassCtx cx = {0};
+	ir_cluster_mesh(&g->cluster, 1, 2, &g->cost);
+	g->mesh = (Mesh){.rows = 1, .cols = 2, .dp = 1, .tp = 1, .pp = 2};
+	g->microbatches = 6;
+	g->slice = 1;
+	CU_ASSERT_TRUE_FATAL(pass_pipe_shard(g, &cx));
+	CU_ASSERT_TRUE_FATAL(pass_stage_assign(g, &cx));
+	CU_ASSERT_TRUE_FATAL(pass_schedule(g, &cx));
+	CU_ASSERT(g->slice >= 1 && g->slice <= 2); /* at most the stage count */
+	CU_ASSERT(g->sched_time > 0 && g->sched_time < g->slice_none_time);
+	/* stage 0: the order of its forwards and sends */
+	const StageSched *st = &g->sched[0];
+	int seq[64], n = 0;
+	for (int i = 0; i < st->nsteps && n < 64; i++) {
+		const SchedStep *x = &st->steps[i];
+		if (x->kind == STEP_FWD)
+			seq[n++] = x->micro;
+		else if (x->kind == STEP_SEND && (n == 0 || seq[n - 1] != 100 + x->micro))
+			seq[n++] = 100 + x->micro; /* one entry per run of sends */
+	}
+	int want[64], w = 0;
+	for (int p = 0; p < 3; p++)
+		if (p < g->slice) {
+			want[w++] = 2 * p, want[w++] = 100 + 2 * p;
+			want[w++] = 2 * p + 1, want[w++] = 100 + 2 * p + 1;
+		} else {
+			want[w++] = 2 * p, want[w++] = 2 * p + 1;
+			want[w++] = 100 + 2 * p, want[w++] = 100 + 2 * p + 1;
+		}
+	CU_ASSERT_EQUAL_FATAL(n, w);
+	CU_ASSERT_EQUAL(memcmp(seq, want, sizeof *seq * w), 0);
+	/* stage 1: every forward after its receives */
+	int got = 0;
+	for (int i = 0; i < g->sched[1].nsteps; i++) {
+		const SchedStep *x = &g->sched[1].steps[i];
+		if (x->kind == STEP_RECV)
+			got |= 1 << x->micro;
+		if (x->kind == STEP_FWD)
+			CU_ASSERT(got & (1 << x->micro));
+	}
+	ir_free(g);
+}
+
 void
 suite_pipeline(CU_pSuite s)
 {
@@ -678,6 +783,8 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, schedule_orders);
 	ADD(s, sim_gpipe_and_deadlock);
 	ADD(s, sim_merak_head);
+	ADD(s, sim_release_by_hand);
+	ADD(s, schedule_slice_gpt);
 	ADD(s, svg_chart);
 	ADD(s, dp_matches_brute_force);
 	ADD(s, dp_stages_brute_force);
