@@ -242,6 +242,15 @@ taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 	if (M <= 0 || N <= 0)
 		return;
 	lib_init();
+#if defined(_OPENMP) && defined(HAVE_DNNL)
+	/* oneDNN's sgemm threads itself on the calling rank's team (the same
+	 * libgomp), partitioned so that no thread packs all of b again, as a
+	 * split by rows below would */
+	if (use_dnnl && M > 1 && N > 1 && M * N * K >= DNNL_MIN_MACS) {
+		lib_sgemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+		return;
+	}
+#endif
 #ifdef _OPENMP
 	/* the rank's threads split c by rows (by columns when it is short),
 	 * in blocks of 16 so the kernels' tiles stay whole */
