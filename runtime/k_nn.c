@@ -678,10 +678,10 @@ typedef float v16f __attribute__((vector_size(64), aligned(4)));
 
 static inline __attribute__((always_inline)) void
 direct_block_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
-    int64_t ntaps, const float *restrict w, int64_t Cg, float *restrict out, int64_t lenr,
-    int64_t m0, int mb)
+    int64_t ntaps, const float *restrict w, int64_t Cg, float *restrict out, int64_t n,
+    int64_t lenr, int64_t m0, int mb)
 {
-	for (int64_t i0 = 0; i0 < lenr; i0 += 16) {
+	for (int64_t i0 = 0; i0 < n; i0 += 16) {
 		v16f acc[8] = {{0}};
 		for (int64_t c = 0; c < Cg; c++) {
 			const float *pc = planes + c * stride + i0;
@@ -702,10 +702,10 @@ direct_block_f32(const float *restrict planes, int64_t stride, const int64_t *re
 TAPRT_CLONES __attribute__((optimize("fp-contract=fast"))) static void
 direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
     int64_t ntaps, const float *restrict w, int64_t Cg, int64_t Mg, float *restrict out,
-    int64_t lenr)
+    int64_t n, int64_t lenr)
 {
 	if (Mg == 1) { /* depthwise: one accumulator, the taps' loads are the cost */
-		for (int64_t i0 = 0; i0 < lenr; i0 += 16) {
+		for (int64_t i0 = 0; i0 < n; i0 += 16) {
 			v16f acc = {0};
 			for (int64_t c = 0; c < Cg; c++)
 				for (int64_t t = 0; t < ntaps; t++)
@@ -718,9 +718,9 @@ direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *r
 		/* a whole block of 8 with constant bounds, so that the filter
 		 * loop unrolls without a test per multiply-add */
 		if (Mg - m0 >= 8)
-			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, lenr, m0, 8);
+			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, n, lenr, m0, 8);
 		else
-			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, lenr, m0,
+			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, n, lenr, m0,
 			    (int)(Mg - m0));
 	}
 }
@@ -741,7 +741,8 @@ direct_buf_floats(const dplan *d, int64_t Cg, int64_t Mg)
 
 static void
 direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
-    int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act)
+    int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act,
+    bool par)
 {
 	const int64_t KH = g->k[1], KW = g->k[2], KK = KH * KW, P = g->osz;
 	const int64_t lenr = direct_lenr(d);
@@ -749,15 +750,26 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 	int64_t off[64];
 	const float *src[4];
 	/* the taps' offsets, from channel 0's plane: the same in every plane */
-	const float *other[4];
-	for (int64_t c = Cg - 1; c >= 0; c--)
-		pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, c ? other : src);
+	#pragma omp parallel for if (par) schedule(static)
+	for (int64_t c = 0; c < Cg; c++) {
+		const float *other[4];
+		pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
+		if (c == 0)
+			memcpy(src, other, sizeof src);
+	}
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++)
 			off[kh * KW + kw] = tap_src(src, g, d, kh, kw) - planes;
 	for (int64_t i = Cg * d->plane; i < Cg * d->plane + 64; i++)
 		planes[i] = 0;
-	direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr);
+	/* one image's group alone (an RGB input's first convolution): the
+	 * rank's threads take a share of the positions each */
+	int64_t chunk = par ? (lenr / 8 + 15) & ~(int64_t)15 : lenr;
+	#pragma omp parallel for if (par) schedule(dynamic)
+	for (int64_t i0 = 0; i0 < lenr; i0 += chunk)
+		direct_kernel_f32(planes + i0, d->plane, off, KK, w, Cg, Mg, acc + i0,
+		    lenr - i0 < chunk ? lenr - i0 : chunk, lenr);
+	#pragma omp parallel for if (par) schedule(static)
 	for (int64_t m = 0; m < Mg; m++)
 		unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P, bias ? bias[m] : 0,
 		    z ? z + m * P : NULL, act);
@@ -867,7 +879,8 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 				continue;
 			}
 			direct_group_f32(x + (b * C + gi * Cg) * g->isz, w + gi * Mg * Cg * KK,
-			    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf, act);
+			    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf, act,
+			    N * G == 1 && TAPRT_PAR(M * P));
 		}
 		return failed ? -1 : 0;
 	}
