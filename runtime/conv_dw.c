@@ -278,16 +278,18 @@ dw_pack_weights(const float *w, const float *bias, int nc, int64_t KK, v16 *wt, 
  */
 static void
 dw_block(const float *x, const float *xend, const float *w, const float *bias, const float *z,
-    float *y, int nc, const dwgeom *g, v16 *buf, const taprt_act *act)
+    float *y, int nc, const dwgeom *g, v16 *buf, const taprt_act *act, int64_t oh0,
+    int64_t oh1)
 {
 	const int64_t KH = g->KH, KK = g->KH * g->KW, P = g->OH * g->OW, isz = g->IH * g->IW;
 	v16 *ring = buf, *out = ring + g->RB * g->Wr, *wt = out + g->cap, *bv = wt + KK;
 	dw_pack_weights(w, bias, nc, KK, wt, bv);
 	const v16 *rows[64];
-	int64_t next = 0, slot = 0;     /* the next padded input row to pack, its slot */
+	/* the ring's slots count from output row oh0's top row */
+	int64_t next = oh0 * g->SH, slot = 0; /* the next padded input row to pack, its slot */
 	int64_t tslot = 0;              /* the slot of output row oh's top row */
-	int64_t pf = 0, pc = 0;         /* pixels flushed, computed */
-	for (int64_t oh = 0; oh < g->OH; oh++) {
+	int64_t pf = oh0 * g->OW, pc = pf; /* pixels flushed, computed */
+	for (int64_t oh = oh0; oh < oh1; oh++) {
 		/* rows top .. bot, row r in ring slot r % RB: packing r
 		 * overwrites r - RB, which no later output row reads */
 		int64_t top = oh * g->SH, bot = top + (KH - 1) * g->DH;
@@ -313,7 +315,7 @@ dw_block(const float *x, const float *xend, const float *w, const float *bias, c
 		if (!z && act->kind != TAPRT_ACT_NONE)
 			taprt_epilogue_f32((float *)(out + (pc - pf)), g->OW * 16, 0, NULL, act);
 		pc += g->OW;
-		bool last = oh == g->OH - 1;
+		bool last = oh == oh1 - 1;
 		if (!last && pc - pf < DW_FLUSH)
 			continue;
 		/* whole groups of 16 pixels back to the planes; the rest waits */
@@ -344,18 +346,29 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	if (g.KH > 64)
 		return 0;
 	int failed = 0;
-	#pragma omp parallel for if (TAPRT_PAR(c->N * C * P * KK / 4) && c->N * nb > 1) \
-	    schedule(static)
-	for (int64_t it = 0; it < c->N * nb; it++) {
+	/* blocks in parallel; with fewer blocks than twice the threads, each
+	 * block's output rows in parts too (each part packs its own rows:
+	 * KH - SH rows again per part) */
+	bool par = TAPRT_PAR(c->N * C * P * KK / 4);
+	int64_t nr = 1, T = par ? taprt_team_size() : 1;
+	if (T > 1 && c->N * nb < 2 * T) {
+		nr = (2 * T + c->N * nb - 1) / (c->N * nb);
+		nr = nr < g.OH / 4 ? nr : g.OH / 4 > 1 ? g.OH / 4 : 1;
+	}
+	const int64_t items = c->N * nb * nr;
+	#pragma omp parallel for if (par && items > 1) schedule(static)
+	for (int64_t it = 0; it < items; it++) {
 		v16 *buf = taprt_scratch(bytes);
 		if (!buf) {
 			failed = 1;
 			continue;
 		}
-		const int64_t b = it / nb, c0 = it % nb * 16, o = (b * C + c0) * P;
+		const int64_t part = it % nr, bk = it / nr;
+		const int64_t b = bk / nb, c0 = bk % nb * 16, o = (b * C + c0) * P;
 		const int nc = C - c0 < 16 ? (int)(C - c0) : 16;
 		dw_block(x + (b * C + c0) * isz, xend, w + c0 * KK, bias ? bias + c0 : NULL,
-		    z ? z + o : NULL, y + o, nc, &g, buf, act);
+		    z ? z + o : NULL, y + o, nc, &g, buf, act, g.OH * part / nr,
+		    g.OH * (part + 1) / nr);
 	}
 	return failed ? -1 : 1;
 }

@@ -154,6 +154,26 @@ taprt_gemm_threads(int n)
 	lib_init();
 }
 
+void
+taprt_team_threads(int n)
+{
+#ifdef _OPENMP
+	omp_set_num_threads(n > 0 ? n : 1);
+#else
+	(void)n;
+#endif
+}
+
+int
+taprt_team_size(void)
+{
+#ifdef _OPENMP
+	return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+	return 1;
+#endif
+}
+
 const char *
 taprt_gemm_name(void)
 {
@@ -255,7 +275,10 @@ taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 	/* the rank's threads split c by rows (by columns when it is short),
 	 * in blocks of 16 so the kernels' tiles stay whole */
 	int t = omp_in_parallel() ? 1 : omp_get_max_threads();
-	if (t > 1 && M * N * (K > 0 ? K : 1) >= (int64_t)1 << 21) {
+	/* a matrix-vector product streams its matrix from memory: worth
+	 * splitting from 256 KiB (a classifier's W) */
+	int64_t work = M * N * (K > 0 ? K : 1);
+	if (t > 1 && (work >= (int64_t)1 << 21 || ((M == 1 || N == 1) && work >= (int64_t)1 << 16))) {
 		bool rows = M >= N || M >= 64 * t;
 		int64_t len = rows ? M : N, per = ((len + t - 1) / t + 15) & ~(int64_t)15;
 		#pragma omp parallel for num_threads(t) schedule(static, 1)
