@@ -868,19 +868,27 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	 * image's first 3x3: MobileNetV3's 16 filters 100 us here, 126 on
 	 * oneDNN; ResNet's 64 7x7 ones stay faster there, 1.14 ms against 1.38) */
 	if (small) {
+		int64_t bytes = direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float);
+		if (N * G == 1) { /* the group's own loops in parallel (no nested team) */
+			float *buf = taprt_scratch(bytes);
+			if (!buf)
+				return -1;
+			direct_group_f32(x, w, bias, z, y, Cg, Mg, g, &d, buf, act, TAPRT_PAR(M * P));
+			return 0;
+		}
 		int failed = 0;
 		/* groups (and images) in parallel, each thread with its scratch */
-		#pragma omp parallel for if (TAPRT_PAR(N * M * P) && N * G > 1) schedule(static)
+		#pragma omp parallel for if (TAPRT_PAR(N * M * P)) schedule(static)
 		for (int64_t bg = 0; bg < N * G; bg++) {
 			int64_t b = bg / G, gi = bg % G, o = (b * M + gi * Mg) * P;
-			float *buf = taprt_scratch(direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float));
+			float *buf = taprt_scratch(bytes);
 			if (!buf) {
 				failed = 1;
 				continue;
 			}
 			direct_group_f32(x + (b * C + gi * Cg) * g->isz, w + gi * Mg * Cg * KK,
 			    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Cg, Mg, g, &d, buf, act,
-			    N * G == 1 && TAPRT_PAR(M * P));
+			    false);
 		}
 		return failed ? -1 : 0;
 	}
