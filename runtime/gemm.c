@@ -154,16 +154,6 @@ taprt_gemm_threads(int n)
 	lib_init();
 }
 
-void
-taprt_team_threads(int n)
-{
-#ifdef _OPENMP
-	omp_set_num_threads(n > 0 ? n : 1);
-#else
-	(void)n;
-#endif
-}
-
 int
 taprt_team_size(void)
 {

@@ -160,10 +160,8 @@ void taprt_dgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha
     int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 void taprt_gemm_threads(int n);
 const char *taprt_gemm_name(void);
-/* The calling thread's OpenMP team (a rank thread's --threads): n threads
- * for the kernels' loops, the GEMMs and oneDNN. */
-void taprt_team_threads(int n);
-/* The threads a parallel loop started here would get: 1 inside one. */
+/* The threads a parallel loop started here would get (the calling rank
+ * thread's OpenMP team, --threads): 1 inside one. */
 int taprt_team_size(void);
 
 /*
