@@ -12,7 +12,8 @@
 # -pp=2 on 1x2 and -pp=4 on 1x4 (or as many stages as the
 # model has subgraphs, when fewer: 1xN -pp=N), both batches; and the 3D
 # plan -dp=2 -pp=2 -tp=2 on 2x4 at batch 4 (two replicas of two micro-
-# batches).  The references come from torch (test/e2e/gen_fixtures.py),
+# batches), and AutoPipe's slicer, -pp=2 -microbatches=2 -slice at batch 4
+# (four halves of one row).  The references come from torch (test/e2e/gen_fixtures.py),
 # cross-checked with onnxruntime, so every multi-rank program is checked
 # against the framework, not against tapc's one-rank output.  A fixture's
 # args file (p2o: -dim for a symbolic width) goes with every compilation.
@@ -42,7 +43,7 @@ for m in test/e2e/*/model.onnx; do
 		runs="$runs $mesh:0:0: $mesh:1:0:"
 	done
 	runs="$runs 1x2:0:0:-pp=2 1x2:1:0:-pp=2 1x$pp4:0:0:-pp=$pp4 1x$pp4:1:0:-pp=$pp4"
-	runs="$runs 2x4:1:0:-dp=2,-pp=2,-tp=2"
+	runs="$runs 2x4:1:0:-dp=2,-pp=2,-tp=2 1x2:1:0:-pp=2,-microbatches=2,-slice"
 	for mesh in ${RANDOM_MESHES:-1x2 1x4}; do
 		for seed in ${RANDOM_SEEDS:-1 2 3}; do
 			runs="$runs $mesh:0:$seed:"
