@@ -190,6 +190,58 @@ taprt_erf_f32(float x)
 	return p / q;
 }
 
+/* Float bits; a ? b : c on bit masks, with no branch for GCC to thread
+ * (with -ftrapping-math it will not if-convert float code, and then the
+ * loop does not vectorize). */
+typedef union {
+	float f;
+	uint32_t u;
+	int32_t i;
+} taprt_fbits;
+
+static inline uint32_t
+taprt_sel(uint32_t mask, uint32_t a, uint32_t b)
+{
+	return (a & mask) | (b & ~mask);
+}
+
+/*
+ * e^x in f32 to about 2 ulp (Cephes' expf polynomial), branch-free so that
+ * loops over it vectorize (Softmax, Exp, Sigmoid, LogSoftmax's gradient;
+ * glibc's expf is a scalar call): x = n ln2 + r, |r| <= ln2/2, e^x =
+ * 2^n p(r).
+ * Inputs are clamped to [-87.34, 88.38] on their bits; below, the result
+ * is 0 (no subnormals), above it is inf, NaN stays NaN.
+ */
+static inline float
+taprt_exp_f32(float x)
+{
+	taprt_fbits in = {x}, c, s, out;
+	uint32_t big = -(uint32_t)(in.i > 0x42b0c0a5);          /* x > 88.3762 */
+	uint32_t small = -(uint32_t)(in.u > 0xc2aeac50u);       /* x < -87.3365 */
+	uint32_t nan = -(uint32_t)((in.u & 0x7fffffffu) > 0x7f800000u);
+	c.u = taprt_sel(big, 0x42b0c0a5u, taprt_sel(small, 0xc2aeac50u, in.u));
+	/* round to nearest by the 1.5 * 2^23 trick (no libm call) */
+	float t = c.f * 1.44269504088896341f + 12582912.0f;
+	float fn = t - 12582912.0f;
+	float r = c.f - fn * 0.693359375f;
+	r = r + fn * 2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	s.i = ((int32_t)fn + 127) << 23;        /* 2^n, n in [-126, 127] */
+	out.f = p * s.f;
+	out.u = taprt_sel(nan, in.u | 0x00400000u, taprt_sel(big, 0x7f800000u, out.u & ~small));
+	return out.f;
+}
+
+/* e^v in v's type: the polynomial for f32, libm's (tgmath) otherwise. */
+#define TAPRT_EXP(v) _Generic((v), float: taprt_exp_f32((float)(v)), default: exp(v))
+
 /*
  * A fused activation (FusedConv, FusedGemm: passes/fuse_conv.c): applied to
  * a kernel's result while it is in cache, the same arithmetic as the

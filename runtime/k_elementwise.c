@@ -8,7 +8,8 @@
  *
  * Per-dtype code is written once as an expression and instantiated for
  * every type of a list (FLOAT_TYPES, SINT_TYPES, ...) by X-macros; <tgmath.h>
- * makes exp(v) mean expf for float and exp for double.  Broadcasting goes
+ * makes exp(v) mean expf for float and exp for double (Exp and Sigmoid
+ * take internal.h's vectorizing polynomial for float, TAPRT_EXP).  Broadcasting goes
  * through bcast_run(), which merges the output's dimensions wherever every
  * operand steps through them alike, so same-shape operands become one long
  * row, a scalar operand a row with stride 0, and a bias add (b's shape a
@@ -89,7 +90,7 @@ copy_tensor(taprt_tensor *y, const taprt_tensor *x)
 	}
 
 UNARY(Neg, SIGNED_TYPES, -v)
-UNARY(Exp, FLOAT_TYPES, exp(v))
+UNARY(Exp, FLOAT_TYPES, TAPRT_EXP(v))
 UNARY(Log, FLOAT_TYPES, log(v))
 UNARY(Sqrt, FLOAT_TYPES, sqrt(v))
 UNARY(Reciprocal, FLOAT_TYPES, 1 / v)
@@ -97,7 +98,7 @@ UNARY(Floor, FLOAT_TYPES, floor(v))
 UNARY(Ceil, FLOAT_TYPES, ceil(v))
 /* rint rounds half to even in the default rounding mode */
 UNARY(Round, FLOAT_TYPES, rint(v))
-UNARY(Sigmoid, FLOAT_TYPES, 1 / (1 + exp(-v)))
+UNARY(Sigmoid, FLOAT_TYPES, 1 / (1 + TAPRT_EXP(-v)))
 UNARY(Softsign, FLOAT_TYPES, v / (1 + fabs(v)))
 /* log(1 + e^v) without overflow for large v */
 UNARY(Softplus, FLOAT_TYPES, v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))

@@ -60,10 +60,15 @@ smgrad_##s(const T *dy, const T *y, T *dx, int64_t outer, int64_t len,    \
 			for (int64_t k = 0; k < len; k++)                 \
 				acc += logsm ? (double)g[k * inner] :     \
 				    (double)g[k * inner] * v[k * inner];  \
-			for (int64_t k = 0; k < len; k++)                 \
-				d[k * inner] = logsm ?                    \
-				    (T)(g[k * inner] - exp(v[k * inner]) * acc) : \
-				    (T)(v[k * inner] * (g[k * inner] - acc)); \
+			T a = (T)acc; /* the rows' loops in T: they vectorize */ \
+			if (logsm)                                        \
+				for (int64_t k = 0; k < len; k++)         \
+					d[k * inner] = g[k * inner] -     \
+					    TAPRT_EXP(v[k * inner]) * a;  \
+			else                                              \
+				for (int64_t k = 0; k < len; k++)         \
+					d[k * inner] = v[k * inner] *     \
+					    (g[k * inner] - a);           \
 		}                                                         \
 	}                                                                 \
 }
