@@ -749,13 +749,26 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 	float *planes = buf, *acc = buf + Cg * d->plane + 64;
 	int64_t off[64];
 	const float *src[4];
-	/* the taps' offsets, from channel 0's plane: the same in every plane */
-	#pragma omp parallel for if (par) schedule(static)
-	for (int64_t c = 0; c < Cg; c++) {
-		const float *other[4];
-		pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
-		if (c == 0)
-			memcpy(src, other, sizeof src);
+	/* the taps' offsets, from channel 0's plane: the same in every plane.
+	 * Without par the loops run outside OpenMP: a region, even one its if
+	 * clause makes serial, is a libgomp team, and nested in the caller's
+	 * per-image loop each costs futex calls (a fifth of a small CNN's time
+	 * at batch 4) */
+	if (par) {
+		#pragma omp parallel for schedule(static)
+		for (int64_t c = 0; c < Cg; c++) {
+			const float *other[4];
+			pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
+			if (c == 0)
+				memcpy(src, other, sizeof src);
+		}
+	} else {
+		for (int64_t c = 0; c < Cg; c++) {
+			const float *other[4];
+			pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
+			if (c == 0)
+				memcpy(src, other, sizeof src);
+		}
 	}
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++)
@@ -764,15 +777,22 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 		planes[i] = 0;
 	/* one image's group alone (an RGB input's first convolution): the
 	 * rank's threads take a share of the positions each */
-	int64_t chunk = par ? (lenr / 8 + 15) & ~(int64_t)15 : lenr;
-	#pragma omp parallel for if (par) schedule(dynamic)
-	for (int64_t i0 = 0; i0 < lenr; i0 += chunk)
-		direct_kernel_f32(planes + i0, d->plane, off, KK, w, Cg, Mg, acc + i0,
-		    lenr - i0 < chunk ? lenr - i0 : chunk, lenr);
-	#pragma omp parallel for if (par) schedule(static)
-	for (int64_t m = 0; m < Mg; m++)
-		unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P, bias ? bias[m] : 0,
-		    z ? z + m * P : NULL, act);
+	if (par) {
+		int64_t chunk = (lenr / 8 + 15) & ~(int64_t)15;
+		#pragma omp parallel for schedule(dynamic)
+		for (int64_t i0 = 0; i0 < lenr; i0 += chunk)
+			direct_kernel_f32(planes + i0, d->plane, off, KK, w, Cg, Mg, acc + i0,
+			    lenr - i0 < chunk ? lenr - i0 : chunk, lenr);
+		#pragma omp parallel for schedule(static)
+		for (int64_t m = 0; m < Mg; m++)
+			unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P,
+			    bias ? bias[m] : 0, z ? z + m * P : NULL, act);
+	} else {
+		direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr, lenr);
+		for (int64_t m = 0; m < Mg; m++)
+			unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P,
+			    bias ? bias[m] : 0, z ? z + m * P : NULL, act);
+	}
 }
 
 /* The same, any stride and dilation: each output row accumulates its taps'
