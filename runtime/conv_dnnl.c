@@ -293,8 +293,9 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 		return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);
 	/* the residual and the activation, on the NCHW result */
 	if (z || act->kind != TAPRT_ACT_NONE) {
-		int64_t P = c->OH * c->OW;
-		for (int64_t i = 0; i < c->N * c->M; i++)
+		int64_t P = c->OH * c->OW, planes = c->N * c->M;
+		#pragma omp parallel for if (TAPRT_PAR(planes * P)) schedule(static)
+		for (int64_t i = 0; i < planes; i++)
 			taprt_epilogue_f32(y + i * P, P, 0, z ? z + i * P : NULL, act);
 	}
 	return 1;

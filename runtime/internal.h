@@ -91,10 +91,14 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
  * Intra-op threads (--threads N): the kernels' loops over rows, planes or
  * chunks are OpenMP loops (`#pragma omp parallel for if (TAPRT_PAR(work))`)
  * on the rank thread's team of N (taprt_main sets it per rank thread);
- * below TAPRT_PAR_MIN elements of work a loop stays on one thread.
+ * below taprt_par_min elements of work (TAPRT_PAR_MIN; main.c takes the
+ * environment's TAPRT_PAR_MIN instead, which the tests set to 1 so that
+ * every such loop runs split on their small fixtures) a loop stays on one
+ * thread.
  */
 #define TAPRT_PAR_MIN 32768
-#define TAPRT_PAR(work) ((int64_t)(work) >= TAPRT_PAR_MIN)
+extern int64_t taprt_par_min;
+#define TAPRT_PAR(work) ((int64_t)(work) >= taprt_par_min)
 
 /* A TensorProto file's contents (pbio.c). */
 typedef struct {

@@ -360,12 +360,14 @@ gather_nearest(const taprt_tensor *x, taprt_tensor *y, axis_taps *ax, int64_t *c
 	}
 }
 
-/* One separable pass along an axis: dst[o, j, :] = sum_k w[j,k] src[o, idx[j,k], :]. */
+/* One separable pass along an axis: dst[o, j, :] = sum_k w[j,k] src[o, idx[j,k], :];
+ * the outer slices on the rank's threads. */
 #define PASS(T, s)                                                                \
 static void                                                                       \
 pass_##s(const T *src, T *dst, int64_t outer, int64_t inner, const axis_taps *t)  \
 {                                                                                 \
 	int64_t K = t->K;                                                         \
+	_Pragma("omp parallel for if (TAPRT_PAR(outer * t->out * inner)) schedule(static)") \
 	for (int64_t o = 0; o < outer; o++) {                                     \
 		const T *sp = src + o * t->in * inner;                            \
 		for (int64_t j = 0; j < t->out; j++) {                            \

@@ -1110,7 +1110,8 @@ convt_geom(taprt_ctx *cx, const taprt_node *n, const taprt_tensor *x,
  * col2im, ConvTranspose's scatter: col[Mg * k0*k1*k2, in0*in1*in2] holds
  * every (channel, tap, input position) product; each adds into the output
  * position in*stride - pad + tap*dilation when that lies inside y.  The
- * valid input columns of a tap are a range, found once per kw.
+ * valid input columns of a tap are a range, found once per kw.  Channels
+ * write disjoint planes: they run on the rank's threads.
  */
 #define COL2IM(E, T, s)                                                   \
 static void                                                               \
@@ -1118,10 +1119,13 @@ col2im_##s(const T *col, int64_t M, const geom *g, T *y)                  \
 {                                                                         \
 	const int64_t O0 = g->out[0], O1 = g->out[1], O2 = g->out[2];     \
 	const int64_t I0 = g->in[0], I1 = g->in[1], I2 = g->in[2];        \
-	for (int64_t m = 0; m < M; m++)                                   \
+	const int64_t KK = g->k[0] * g->k[1] * g->k[2];                   \
+	_Pragma("omp parallel for if (TAPRT_PAR(M * KK * g->isz)) schedule(static)") \
+	for (int64_t m = 0; m < M; m++) {                                 \
+	const T *colm = col + m * KK * g->isz;                            \
 	for (int64_t kd = 0; kd < g->k[0]; kd++)                          \
 	for (int64_t kh = 0; kh < g->k[1]; kh++)                          \
-	for (int64_t kw = 0; kw < g->k[2]; kw++, col += g->isz) {         \
+	for (int64_t kw = 0; kw < g->k[2]; kw++, colm += g->isz) {        \
 		int64_t base = kw * g->dil[2] - g->pb[2];                 \
 		int64_t lo = ceil_clamp(-base, g->st[2], I2);             \
 		int64_t hi = ceil_clamp(O2 - base, g->st[2], I2);         \
@@ -1136,7 +1140,7 @@ col2im_##s(const T *col, int64_t M, const geom *g, T *y)                  \
 				    kh * g->dil[1];                       \
 				if (oh < 0 || oh >= O1)                   \
 					continue;                         \
-				const T *cr = col + (id * I1 + ih) * I2;  \
+				const T *cr = colm + (id * I1 + ih) * I2; \
 				T *yr = y + ((m * O0 + od) * O1 + oh) * O2; \
 				if (g->st[2] == 1)                        \
 					for (int64_t iw = lo; iw < hi; iw++) \
@@ -1146,6 +1150,7 @@ col2im_##s(const T *col, int64_t M, const geom *g, T *y)                  \
 						yr[iw * g->st[2] + base] += cr[iw]; \
 			}                                                 \
 		}                                                         \
+	}                                                                 \
 	}                                                                 \
 }
 FLOAT_TYPES(COL2IM)
@@ -1166,6 +1171,7 @@ convt_##s(const T *x, const T *w, const T *bias, T *y, int64_t N, int64_t C, \
 	for (int64_t b = 0; b < N; b++)                                   \
 		for (int64_t gi = 0; gi < G; gi++) {                      \
 			T *yg = y + (b * M + gi * Mg) * O;                \
+			_Pragma("omp parallel for if (TAPRT_PAR(Mg * O)) schedule(static)") \
 			for (int64_t m = 0; m < Mg; m++) {                \
 				T v = bias ? bias[gi * Mg + m] : 0;       \
 				for (int64_t p = 0; p < O; p++)           \

@@ -39,6 +39,10 @@
 #include <omp.h>
 #endif
 
+/* The least work a kernel's OpenMP loop is split for (internal.h); the
+ * environment's TAPRT_PAR_MIN replaces it in taprt_main. */
+int64_t taprt_par_min = TAPRT_PAR_MIN;
+
 typedef struct {
 	const char *check, *inputs, *outputs, *backend, *model;
 	long bench, warmup;
@@ -670,6 +674,18 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	Run m = {.argv0 = argv[0], .o = &o};
+	const char *pm = getenv("TAPRT_PAR_MIN");
+	if (pm && *pm) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(pm, &end, 10);
+		if (errno || *end || v < 1) {
+			fprintf(stderr, "%s: TAPRT_PAR_MIN=%s: expected a positive count of elements\n",
+			    argv[0], pm);
+			return 2;
+		}
+		taprt_par_min = v;
+	}
 	if ((o.train || o.bench_train) && !p->train) {
 		fprintf(stderr, "%s: --train and --bench-train need a training program (tapc -train)\n",
 		    argv[0]);
