@@ -251,10 +251,12 @@ put_nodes(Emitter *e, int stage, StepKind what, int region, int branch, int inde
 {
 	Graph *g = e->g;
 	FILE *f = e->f;
+	StepKind kind = what == STEP_RECOMPUTE ? STEP_FWD : what;
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		if (nd->dead || emit_stage(g, n) != stage || nd->region != region ||
-		    (region != IR_NONE && nd->branch != branch) || sched_node_step(g, n) != what)
+		    (region != IR_NONE && nd->branch != branch) || sched_node_step(g, n) != kind ||
+		    (what == STEP_RECOMPUTE && !sched_reruns(g, stage, n)))
 			continue;
 		if (nd->op == OP_If) {
 			fprintf(f, "%.*sif (*(const uint8_t *)T[%d].data) {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t",
@@ -473,7 +475,7 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 		fprintf(f, "};\n\nstatic int\n%s(taprt_ctx *cx, int64_t k)\n{\n", fn[kind]);
 		fprintf(f, "\tcx->micro = (int)k;\n\tbind(cx, L%s, O%s[%s], %d);\n\tbind_io(cx, k);\n",
 		    up[kind], up[kind], kind == STEP_OPT ? "0" : "k", nl);
-		put_nodes(&e, stage, kind == STEP_RECOMPUTE ? STEP_FWD : kind, IR_NONE, 0, 1);
+		put_nodes(&e, stage, kind, IR_NONE, 0, 1);
 		if (kind == STEP_FWD) {
 			/* outputs this stage owns that are not computed into their
 			 * buffer: inputs, weights, constants, or a value listed twice */

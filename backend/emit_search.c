@@ -8,6 +8,7 @@
  * pipeline chart.  Names from the cluster file reach the SVG through the
  * XML escaper.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,11 +152,18 @@ emit_schedule(FILE *f, Graph *g, const char *name)
 		/* the schedule pass's lists when it ran, else the planner's 1F1B */
 		if (sched_simulate(g, &sim) < 0 && !pipe_simulate(&p, &sim))
 			die("no pipeline to draw");
-		char title[512], rec[128] = "";
+		char title[640], rec[256] = "";
 		for (int s = 0; g->sched && s < k; s++)
-			if (g->sched[s].recompute)
-				snprintf(rec + strlen(rec), sizeof rec - strlen(rec), "%s%d",
-				    rec[0] ? "," : ", recomputing stages ", s);
+			if (g->sched[s].recompute) {
+				const StageSched *ss = &g->sched[s];
+				const PipeStage *ps = &g->stages[s];
+				int kept = ss->keep_from == INT_MAX ? 0 : ps->first + ps->nsub - ss->keep_from;
+				snprintf(rec + strlen(rec), sizeof rec - strlen(rec), "%s%d", rec[0] ? "," :
+				    ", recomputing stages ", s);
+				if (kept > 0)
+					snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " (%d of %d modules kept)",
+					    kept, ps->nsub);
+			}
 		snprintf(title, sizeof title, "%s: %s, tp=%d, %s schedule%s", name, g->pipe_method,
 		    g->mesh.tp, g->sched && g->loss != IR_NONE ? sched_name(g->sched_kind) :
 		    g->cost.train ? "1f1b" : "forward", rec);

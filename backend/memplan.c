@@ -257,9 +257,11 @@ run_nodes(Plan *p, int j, StepKind what, int k)
 {
 	Graph *g = p->g;
 	MemPlan *mp = p->mp;
+	StepKind kind = what == STEP_RECOMPUTE ? STEP_FWD : what;
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
-		if (nd->dead || emit_stage(g, n) != p->stage || sched_node_step(g, n) != what)
+		if (nd->dead || emit_stage(g, n) != p->stage || sched_node_step(g, n) != kind ||
+		    (what == STEP_RECOMPUTE && !sched_reruns(g, p->stage, n)))
 			continue;
 		for (int i = 0; i < nd->nin; i++)
 			touch(p, j, nd->in[i], k, false);
@@ -453,8 +455,8 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 				p.event++;
 			}
 			break;
-		case STEP_RECOMPUTE:
-			run_nodes(&p, j, STEP_FWD, k);
+		case STEP_RECOMPUTE: /* the forward nodes sched_reruns says; the others' values stay */
+			run_nodes(&p, j, STEP_RECOMPUTE, k);
 			break;
 		case STEP_BWD:
 			run_nodes(&p, j, STEP_BWD, k);

@@ -8,6 +8,7 @@
  * in a fixed order and numbers as integers, so the file is diffable.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +195,11 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 			const StageSched *ss = &g->sched[s];
 			fprintf(f, ", \"steps\": %d, \"in_flight\": %d, \"recompute\": %s", ss->nsteps,
 			    ss->inflight, ss->recompute ? "true" : "false");
+			/* Merak's alpha: the share of the stage's modules (subgraphs)
+			 * whose activations stay for the backward */
+			int kept = !ss->recompute ? st->nsub : ss->keep_from == INT_MAX ? 0 :
+			    st->first + st->nsub - ss->keep_from;
+			fprintf(f, ", \"modules\": %d, \"modules_kept\": %d", st->nsub, kept);
 		}
 		fputs("}", f);
 	}

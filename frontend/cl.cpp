@@ -77,7 +77,7 @@ static cl::opt<double> Beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"), c
 static cl::opt<double> Eps("eps", cl::desc("AdamW epsilon (default 1e-8)"), cl::value_desc("x"), cl::init(1e-8), cl::cat(Cat));
 static cl::opt<std::string> Schedule("schedule", cl::desc("The pipeline schedule: gpipe, 1f1b or merak (Merak's shifted critical path); default: the one the simulator predicts fastest (docs/pipeline.md)"),
     cl::value_desc("gpipe|1f1b|merak"), cl::init(""), cl::cat(Cat));
-static cl::opt<std::string> Recompute("recompute", cl::desc("-train: recompute each micro-batch's forward before its backward: none, all, or auto (Merak's stage-aware recomputation: the stages whose in-flight activations do not fit)"),
+static cl::opt<std::string> Recompute("recompute", cl::desc("-train: recompute each micro-batch's forward before its backward: none, all, or auto (Merak's stage-aware recomputation: per stage, the share of its modules that keep their activations, by the paper's formula, within its memory)"),
     cl::value_desc("none|all|auto"), cl::init("none"), cl::cat(Cat));
 static cl::opt<bool> Slice("slice", cl::desc("With a pipeline: AutoPipe's micro-batch slicer: run each micro-batch as two halves and send the first micro-batches' forward halves on their own, to shorten the start-up (the count is solved; docs/pipeline.md)"),
     cl::init(false), cl::cat(Cat));

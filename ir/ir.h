@@ -361,6 +361,10 @@ typedef struct {
 	SchedStep *steps;               /* arena */
 	int inflight;                   /* most micro-batches forwarded and not yet backward */
 	bool recompute;                 /* backward of each micro-batch re-runs its forward */
+	int keep_from;                  /* with recompute: forward nodes of subgraphs from this
+	                                 * one on keep their values for the backward; those
+	                                 * before it are re-run (Merak's alpha_i: the share of
+	                                 * the stage's modules kept); INT_MAX: all re-run */
 } StageSched;
 
 /* One search of tp-plan (TAP Alg. 2), for plan.json and the benchmark. */
@@ -424,6 +428,8 @@ typedef struct Graph {
 
 	int nstages;
 	PipeStage *stages;              /* [nstages] */
+	double *subgraph_fwd;           /* [nsubgraphs] predicted forward seconds of each
+	                                 * subgraph on its stage's devices (arena) */
 	int microbatches;               /* M of the simulated schedule (halves when slice > 0) */
 	int slice;                      /* -slice (AutoPipe's slicer): 0 off; else every
 	                                 * micro-batch runs as a pair of halves (the graph is

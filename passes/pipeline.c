@@ -151,7 +151,8 @@ pipe_simulate(const PipeSpec *p, PipeSim *out)
 				int prev = next[s] ? i - 1 : -1;
 				o->start = ready > free_at[s] ? ready : free_at[s];
 				pred[i] = ready > free_at[s] || prev < 0 ? dep : prev;
-				o->end = o->start + (o->backward ? p->bwd[s] : p->fwd[s]);
+				o->end = o->start + (o->backward ? p->bwd[s] : o->recompute && p->refwd ?
+				    p->refwd[s] : p->fwd[s]);
 				free_at[s] = o->end;
 				done[i] = true;
 				next[s]++;

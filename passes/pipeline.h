@@ -33,6 +33,7 @@ typedef struct {
 	int nstages, micro;             /* K stages, M micro-batches */
 	const double *fwd;              /* [K] forward time of one micro-batch per stage */
 	const double *bwd;              /* [K] backward times, or NULL: forward only */
+	const double *refwd;            /* [K] recompute times, or NULL: a forward's */
 	double comm;                    /* seconds per activation transfer between stages */
 	int sched;                      /* SchedKind of a training schedule (0: 1F1B) */
 	const bool *recompute;          /* [K] stages that recompute (a forward's time), or NULL */
@@ -165,6 +166,9 @@ double pipe_simulate_cuts(const double *f, const double *b, int k, int micro, do
  * simulation itself into *out when out is not NULL (pipe_sim_free it).
  */
 StepKind sched_node_step(const Graph *g, NodeId n);
+/* Does stage's recompute step re-run forward node n (Graph.sched's
+ * keep_from; every forward node when it is INT_MAX or without sched)? */
+bool sched_reruns(const Graph *g, int stage, NodeId n);
 void sched_build(Graph *g, int kind, const bool *rec);
 double sched_simulate(Graph *g, PipeSim *out);
 const char *sched_name(int kind);       /* "gpipe", "1f1b", "merak" */

@@ -24,9 +24,11 @@
  *
  * -schedule picks the kind (default: the one with the least simulated
  * step, ties to 1F1B, which holds the fewest activations).  -recompute
- * =none|all|auto: auto is Merak's stage-aware recomputation (§5.2) at the
- * granularity of a stage: a stage recomputes only if holding its
- * in-flight micro-batches' activations would not fit its devices' memory.
+ * =none|all|auto: auto is Merak's stage-aware recomputation (§5.2) by
+ * module (pipe-shard's subgraphs): each stage keeps the activations of its
+ * last modules, as many as the paper's alpha_i and its memory allow, and
+ * its recompute steps re-run the others (StageSched.keep_from,
+ * sched_reruns; choose_recompute below).
  *
  * -slice (AutoPipe's micro-batch slicer, §III-C): mesh-map made every
  * micro-batch a pair of halves (Graph.slice > 0, microbatches counts the
@@ -42,6 +44,8 @@
  * (one StageSched per stage, in the graph's arena), sched_kind,
  * sched_time.  Stage numbering follows emit_stage: 0 without a pipeline.
  */
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,21 +196,58 @@ deferred(const Graph *g, int sliced, StepKind what, int k)
 	return g->slice > 0 && k % 2 == 0 && (what == STEP_BWD || k / 2 >= sliced);
 }
 
-/* The recompute choice of every stage (RECOMPUTE_*); rec[s]. */
+/* A stage's memory with its last j of nsub modules kept (the others re-run
+ * before each backward; mod[i]: module i's forward bytes its backward
+ * reads, per micro-batch): what it keeps whatever happens, the in-flight
+ * micro-batches' received values and kept activations, and one
+ * micro-batch's re-run activations (the one whose backward runs). */
+static double
+stage_memory(const double *mod, int nsub, double keep, double edge, int inflight, int j)
+{
+	double kept = 0, all = 0;
+	for (int i = 0; i < nsub; i++) {
+		all += mod[i];
+		if (i >= nsub - j)
+			kept += mod[i];
+	}
+	return keep + inflight * (edge + kept) + (all - kept);
+}
+
+/*
+ * The recompute choice of every stage (RECOMPUTE_*): rec[s], and
+ * keep[s], the first subgraph whose activations stage s keeps (INT_MAX:
+ * it re-runs every forward node).  auto is Merak's stage-aware
+ * recomputation (§5.2) with pipe-shard's subgraphs as its modules: alpha_1
+ * (the first stage's share of kept modules) is the largest that fits the
+ * first stage's memory, tried from all its modules down one at a time (the
+ * paper raises it until a run fails; we ask the cost model), and
+ *   alpha_i = min(1, (s-1) alpha_1 / (s-i))  for i in [2, s-1)
+ *   alpha_{s-1} = alpha_{s-2},  alpha_s = 1
+ * (stages 1..s), each rounded down to whole modules and lowered further
+ * where the stage's own estimate does not fit (the paper's formula assumes
+ * alike stages; ours are not, and a failed run is what it would tune away).
+ * A stage holding one micro-batch keeps everything.  Without a stage table
+ * (no pipeline), a stage recomputes whole when its in-flight activations
+ * do not fit.
+ */
 static void
-choose_recompute(Graph *g, int mode, int kind, bool *rec)
+choose_recompute(Graph *g, int mode, int kind, bool *rec, int *keep_from)
 {
 	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
-	for (int s = 0; s < K; s++)
+	for (int s = 0; s < K; s++) {
 		rec[s] = mode == RECOMPUTE_ALL;
+		keep_from[s] = INT_MAX;
+	}
 	if (mode != RECOMPUTE_AUTO)
 		return;
+	bool table = g->stages && g->nstages == K && K > 1;
+	int nsub = table ? g->nsubgraphs : 0;
 	/* per stage: bytes held per micro-batch without recomputation (forward
-	 * values its backward reads), with it (the values it receives), and
-	 * what the stage keeps whatever happens (weights, their gradient,
-	 * state) */
+	 * values its backward reads) by producing module, the values it
+	 * receives, and what the stage keeps whatever happens (weights, their
+	 * gradient, state) */
 	double *keep = calloc(K, sizeof *keep), *held = calloc(K, sizeof *held);
-	double *edge = calloc(K, sizeof *edge);
+	double *edge = calloc(K, sizeof *edge), *mod = calloc(nsub + 1, sizeof *mod);
 	bool *seen = calloc(g->ntensors + 1, 1);
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
@@ -225,38 +266,85 @@ choose_recompute(Graph *g, int mode, int kind, bool *rec)
 			} else if (producer_step(g, t, &ps) == STEP_FWD) {
 				seen[t] = true;
 				held[s] += (double)ir_nbytes(x);
+				int sg = g->nodes[x->producer].subgraph;
 				if (ps != s)
 					edge[s] += (double)ir_nbytes(x);
+				else if (table && sg >= 0 && sg < nsub)
+					mod[sg] += (double)ir_nbytes(x);
 			}
 		}
 	}
+	int *inflight = calloc(K, sizeof *inflight);
+	double *cap = calloc(K, sizeof *cap);
 	for (int s = 0; s < K; s++) {
 		PipeOp *o = malloc(sizeof *o * (3 * M + 1));
 		int n = stage_order(g, kind, s, false, o);
-		int inflight = pipe_inflight(o, n);
+		inflight[s] = pipe_inflight(o, n);
 		free(o);
-		double cap = g->cost.memory > 0 ? g->cost.memory : 1e300;
+		cap[s] = g->cost.memory > 0 ? g->cost.memory : 1e300;
 		if (g->cluster.ndevices > 0 && g->device) {
 			int node, k, slot;
 			ir_cluster_device(&g->cluster, g->device[s * (g->mesh.tp > 1 ? g->mesh.tp : 1)],
 			    &node, &k, &slot);
-			cap = g->cluster.kinds[k].memory;
+			cap[s] = g->cluster.kinds[k].memory;
 		}
-		/* Merak's rule with a stage's worth of modules: recompute only
-		 * where holding every in-flight micro-batch does not fit */
-		rec[s] = keep[s] + inflight * held[s] > cap && inflight > 1;
-		(void)edge;
+		if (!table) /* whole stages: recompute where holding them does not fit */
+			rec[s] = keep[s] + inflight[s] * held[s] > cap[s] && inflight[s] > 1;
 	}
+	if (table) {
+		int *kept = calloc(K, sizeof *kept);
+		const PipeStage *st = g->stages;
+		for (int j1 = st[0].nsub; j1 >= 0; j1--) {
+			double a1 = (double)j1 / st[0].nsub, prev = a1, a = a1;
+			bool fits = true;
+			for (int s = 0; s < K; s++) { /* the paper's stage i = s + 1 */
+				int i = s + 1;
+				a = i == 1 ? a1 : i == K ? 1 : i == K - 1 ? prev :
+				    fmin(1, (K - 1) * a1 / (K - i));
+				prev = a;
+				int j = (int)floor(a * st[s].nsub + 1e-9);
+				const double *m = mod + st[s].first;
+				if (inflight[s] <= 1) /* recomputing frees nothing */
+					j = st[s].nsub;
+				else while (j > 0 && stage_memory(m, st[s].nsub, keep[s], edge[s], inflight[s], j) > cap[s])
+					j--;
+				if (s == 0 && j < j1)
+					fits = false;
+				kept[s] = j;
+			}
+			if (fits || j1 == 0)
+				break;
+		}
+		for (int s = 0; s < K; s++) {
+			rec[s] = kept[s] < st[s].nsub;
+			keep_from[s] = rec[s] ? st[s].first + st[s].nsub - kept[s] : INT_MAX;
+			if (rec[s] && kept[s] == 0)
+				keep_from[s] = INT_MAX;
+		}
+		free(kept);
+	}
+	free(inflight);
+	free(cap);
 	free(keep);
 	free(held);
 	free(edge);
+	free(mod);
 	free(seen);
 }
 
-/* The steps of stage s under kind, with recompute where rec[] says and
- * the first `sliced` pairs of halves sliced. */
+bool
+sched_reruns(const Graph *g, int stage, NodeId n)
+{
+	const StageSched *ss = g->sched ? &g->sched[stage] : NULL;
+	return !ss || ss->keep_from == INT_MAX || g->nodes[n].subgraph == IR_NONE ||
+	    g->nodes[n].subgraph < ss->keep_from;
+}
+
+/* The steps of stage s under kind, with recompute where rec[] says
+ * (re-running the forward nodes before subgraph keep_from) and the first
+ * `sliced` pairs of halves sliced. */
 static StageSched
-build_stage(Graph *g, int s, int kind, bool recompute, int sliced)
+build_stage(Graph *g, int s, int kind, bool recompute, int keep_from, int sliced)
 {
 	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
 	bool train = g->loss != IR_NONE;
@@ -342,6 +430,7 @@ build_stage(Graph *g, int s, int kind, bool recompute, int sliced)
 		add(&b, (SchedStep){STEP_OPT, -1, IR_NONE, -1, IR_NONE});
 	StageSched st = {.nsteps = b.n, .inflight = train && has[STEP_BWD] ? pipe_inflight(o, n) : 1,
 		.recompute = recompute && !(kind == SCHED_MERAK && s == K - 1)};
+	st.keep_from = st.recompute ? keep_from : INT_MAX;
 	st.steps = ir_alloc(&g->arena, sizeof *st.steps * (b.n + 1));
 	memcpy(st.steps, b.steps, sizeof *st.steps * b.n);
 	free(b.steps);
@@ -353,20 +442,20 @@ build_stage(Graph *g, int s, int kind, bool recompute, int sliced)
 }
 
 static void
-build_all(Graph *g, int kind, const bool *rec, int sliced)
+build_all(Graph *g, int kind, const bool *rec, const int *keep, int sliced)
 {
 	int K = nstages(g);
 	g->sched_kind = kind;
 	g->sched = ir_alloc(&g->arena, sizeof *g->sched * K);
 	ir_reindex(g);
 	for (int s = 0; s < K; s++)
-		g->sched[s] = build_stage(g, s, kind, rec && rec[s], sliced);
+		g->sched[s] = build_stage(g, s, kind, rec && rec[s], keep ? keep[s] : INT_MAX, sliced);
 }
 
 void
 sched_build(Graph *g, int kind, const bool *rec)
 {
-	build_all(g, kind, rec, g->slice);
+	build_all(g, kind, rec, NULL, g->slice);
 }
 
 /*
@@ -381,20 +470,20 @@ sched_build(Graph *g, int kind, const bool *rec)
  * pipeline as whole micro-batches do).
  */
 static int
-slice_count(Graph *g, int kind, const bool *rec, double *none)
+slice_count(Graph *g, int kind, const bool *rec, const int *keep, double *none)
 {
 	int K = nstages(g), pairs = g->microbatches / 2, most = pairs < K ? pairs : K;
-	build_all(g, kind, rec, 0);
+	build_all(g, kind, rec, keep, 0);
 	*none = sched_simulate(g, NULL);
 	int best = 1;
 	double bt = -1;
 	for (int mb = 1; mb <= most; mb++) {
-		build_all(g, kind, rec, mb);
+		build_all(g, kind, rec, keep, mb);
 		double t = sched_simulate(g, NULL);
 		if (t >= 0 && (bt < 0 || t < bt * (1 - 1e-9)))
 			bt = t, best = mb;
 	}
-	build_all(g, kind, rec, best);
+	build_all(g, kind, rec, keep, best);
 	return best;
 }
 
@@ -407,10 +496,18 @@ sched_simulate(Graph *g, PipeSim *out)
 	bool train = g->loss != IR_NONE && g->cost.train;
 	PipeOp **order = calloc(K, sizeof *order);
 	int *norder = calloc(K, sizeof *norder);
-	double *f = calloc(K, sizeof *f), *bw = calloc(K, sizeof *bw);
+	double *f = calloc(K, sizeof *f), *bw = calloc(K, sizeof *bw), *rf = calloc(K, sizeof *rf);
 	for (int s = 0; s < K; s++) {
 		f[s] = g->stages[s].fwd;
 		bw[s] = g->stages[s].bwd;
+		/* a recompute re-runs the subgraphs before keep_from */
+		rf[s] = f[s];
+		const PipeStage *ps = &g->stages[s];
+		if (g->sched[s].keep_from != INT_MAX && g->subgraph_fwd) {
+			rf[s] = 0;
+			for (int j = ps->first; j < ps->first + ps->nsub && j < g->sched[s].keep_from; j++)
+				rf[s] += g->subgraph_fwd[j];
+		}
 		order[s] = calloc(g->sched[s].nsteps + 1, sizeof **order);
 		int last[2] = {-1, -1}; /* the latest forward and backward in order[s] */
 		for (int i = 0; i < g->sched[s].nsteps; i++) {
@@ -435,7 +532,7 @@ sched_simulate(Graph *g, PipeSim *out)
 			}
 		}
 	}
-	PipeSpec p = {.nstages = K, .micro = M, .fwd = f, .bwd = train ? bw : NULL,
+	PipeSpec p = {.nstages = K, .micro = M, .fwd = f, .bwd = train ? bw : NULL, .refwd = rf,
 		.comm = g->pipe_comm, .order = (const PipeOp *const *)order, .norder = norder};
 	PipeSim sim;
 	double t = -1;
@@ -452,6 +549,7 @@ sched_simulate(Graph *g, PipeSim *out)
 	free(norder);
 	free(f);
 	free(bw);
+	free(rf);
 	return t;
 }
 
@@ -477,6 +575,7 @@ pass_schedule(Graph *g, PassCtx *cx)
 			return false;
 		}
 	bool *rec = calloc(K, sizeof *rec);
+	int *keep = calloc(K, sizeof *keep);
 	for (int k = 0; k < SCHED_COUNT; k++)
 		g->sched_times[k] = -1;
 	int want = cx->schedule > 0 ? cx->schedule - 1 : -1, best = SCHED_1F1B;
@@ -486,23 +585,24 @@ pass_schedule(Graph *g, PassCtx *cx)
 	double none = -1;
 	for (int i = 0; i < 3; i++) {
 		int kind = kinds[i];
-		choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec);
+		choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec, keep);
 		if (g->slice > 0 && K > 1)
-			slice_count(g, kind, rec, &none);
+			slice_count(g, kind, rec, keep, &none);
 		else
-			sched_build(g, kind, rec);
+			build_all(g, kind, rec, keep, g->slice);
 		double t = sched_simulate(g, NULL);
 		g->sched_times[kind] = t;
 		if (want < 0 && t >= 0 && (bt < 0 || t < bt * (1 - 1e-9)))
 			bt = t, best = kind;
 	}
 	int kind = want >= 0 ? want : best;
-	choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec);
+	choose_recompute(g, g->loss != IR_NONE ? cx->recompute : RECOMPUTE_NONE, kind, rec, keep);
 	if (g->slice > 0 && K > 1)
-		g->slice = slice_count(g, kind, rec, &g->slice_none_time);
+		g->slice = slice_count(g, kind, rec, keep, &g->slice_none_time);
 	else
-		sched_build(g, kind, rec);
+		build_all(g, kind, rec, keep, g->slice);
 	g->sched_time = sched_simulate(g, NULL);
 	free(rec);
+	free(keep);
 	return true;
 }

@@ -18,7 +18,7 @@
  * train, forward-only for infer) picks.
  *
  * Guarantees: Node.stage on every node, stages contiguous in node order and
- * non-empty; Graph.stages and the pipe_* fields filled.
+ * non-empty; Graph.stages, Graph.subgraph_fwd and the pipe_* fields filled.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -300,8 +300,12 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 	g->stages = calloc(k, sizeof *g->stages);
 	double *sf = calloc(k, sizeof *sf), *sb = calloc(k, sizeof *sb);
 	stage_times(&S, best, sf, sb);
+	g->subgraph_fwd = ir_alloc(&g->arena, sizeof *g->subgraph_fwd * nsub);
 	for (int s = 0; s < k; s++) {
 		PipeStage *st = &g->stages[s];
+		for (int j = best[s]; j < best[s + 1]; j++)
+			for (int c = 0; c < NCOMP; c++)
+				g->subgraph_fwd[j] += S.fcoef[s * NCOMP + c] * S.item[j * NCOMP + c];
 		st->first = best[s];
 		st->nsub = best[s + 1] - best[s];
 		st->fwd = sf[s];
