@@ -156,8 +156,9 @@ emit_schedule(FILE *f, Graph *g, const char *name)
 		for (int s = 0; g->sched && s < k; s++)
 			if (g->sched[s].recompute) {
 				const StageSched *ss = &g->sched[s];
-				const PipeStage *ps = &g->stages[s];
-				int kept = ss->keep_from == INT_MAX ? 0 : ps->first + ps->nsub - ss->keep_from;
+				const PipeStage *ps = g->stages && s < g->nstages ? &g->stages[s] : NULL;
+				int kept = !ps || ss->keep_from == INT_MAX ? 0 :
+				    ps->first + ps->nsub - ss->keep_from;
 				snprintf(rec + strlen(rec), sizeof rec - strlen(rec), "%s%d", rec[0] ? "," :
 				    ", recomputing stages ", s);
 				if (kept > 0)

@@ -306,7 +306,8 @@ choose_recompute(Graph *g, int mode, int kind, bool *rec, int *keep_from)
 				const double *m = mod + st[s].first;
 				if (inflight[s] <= 1) /* recomputing frees nothing */
 					j = st[s].nsub;
-				else while (j > 0 && stage_memory(m, st[s].nsub, keep[s], edge[s], inflight[s], j) > cap[s])
+				while (inflight[s] > 1 && j > 0 &&
+				    stage_memory(m, st[s].nsub, keep[s], edge[s], inflight[s], j) > cap[s])
 					j--;
 				if (s == 0 && j < j1)
 					fits = false;
