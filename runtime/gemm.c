@@ -264,7 +264,7 @@ taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 #ifdef _OPENMP
 	/* the rank's threads split c by rows (by columns when it is short),
 	 * in blocks of 16 so the kernels' tiles stay whole */
-	int t = omp_in_parallel() ? 1 : omp_get_max_threads();
+	int t = taprt_team_size();
 	/* a matrix-vector product streams its matrix from memory: worth
 	 * splitting from 256 KiB (a classifier's W) */
 	int64_t work = M * N * (K > 0 ? K : 1);

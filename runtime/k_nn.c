@@ -739,6 +739,18 @@ direct_buf_floats(const dplan *d, int64_t Cg, int64_t Mg)
 	return Cg * d->plane + 64 + Mg * direct_lenr(d) + 16;
 }
 
+/* Channel c's plane of x padded into planes; channel 0's also gives the
+ * taps' sources (src[4]). */
+static inline void
+pad_channel(const float *x, const geom *g, const dplan *d, float *planes, int64_t c,
+    const float **src)
+{
+	const float *other[4];
+	pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
+	if (c == 0)
+		memcpy(src, other, sizeof other);
+}
+
 static void
 direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
     int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act,
@@ -756,19 +768,11 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 	 * at batch 4) */
 	if (par) {
 		#pragma omp parallel for schedule(static)
-		for (int64_t c = 0; c < Cg; c++) {
-			const float *other[4];
-			pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
-			if (c == 0)
-				memcpy(src, other, sizeof src);
-		}
+		for (int64_t c = 0; c < Cg; c++)
+			pad_channel(x, g, d, planes, c, src);
 	} else {
-		for (int64_t c = 0; c < Cg; c++) {
-			const float *other[4];
-			pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
-			if (c == 0)
-				memcpy(src, other, sizeof src);
-		}
+		for (int64_t c = 0; c < Cg; c++)
+			pad_channel(x, g, d, planes, c, src);
 	}
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++)

@@ -285,13 +285,18 @@ expect_err() { # WHAT WANT ARGS...
 # a training graph's IR dump (its loss and gradient lines, AdamW's state,
 # the replicas' gradient buckets) compiles to the same training program:
 # torch's losses again
+# trains_from_ir DIR OPT IR OUT: IR compiled (weights from DIR/model.onnx)
+# into OUT, 10 steps on DIR/data, torch's losses (DIR/OPT/losses.txt)
+trains_from_ir() {
+	"$TAPC" "$3" -model=$1/model.onnx -o "$4" 2>>"$tmp/err" &&
+	    make -s -C "$4" >/dev/null 2>>"$tmp/err" &&
+	    "$4/model" --train 10 --data $1/data >"$tmp/log" 2>>"$tmp/err" &&
+	    $py -c "$cmp_losses" "$tmp/log" $1/$2/losses.txt >"$tmp/cmp" 2>&1
+}
 d=test/train/mlp
 if "$TAPC" $d/model.onnx -train $(cat $d/adamw/args) -batch=4 -mesh 2x1 -dp=2 -emit=ir \
     -o "$tmp/train.ir" 2>"$tmp/err" &&
-    "$TAPC" "$tmp/train.ir" -model=$d/model.onnx -o "$tmp/fromir" 2>>"$tmp/err" &&
-    make -s -C "$tmp/fromir" >/dev/null 2>>"$tmp/err" &&
-    "$tmp/fromir/model" --train 10 --data $d/data >"$tmp/log" 2>>"$tmp/err" &&
-    $py -c "$cmp_losses" "$tmp/log" $d/adamw/losses.txt >"$tmp/cmp" 2>&1; then
+    trains_from_ir $d adamw "$tmp/train.ir" "$tmp/fromir"; then
 	pass "a training IR dump (loss, grad and state lines; dp 2) compiles and trains as torch"
 else
 	fail "training IR dump: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
@@ -303,10 +308,7 @@ d=test/train/gpt_untied
 if "$TAPC" $d/model.onnx -train $(cat $d/sgd/args) -batch=4 -mesh 1x2 -pp=2 -microbatches=2 -slice \
     -emit=ir -o "$tmp/slice.ir" 2>"$tmp/err" &&
     head -1 "$tmp/slice.ir" | grep -q ' microbatches=4 slice=[12]$' &&
-    "$TAPC" "$tmp/slice.ir" -model=$d/model.onnx -o "$tmp/fromir2" 2>>"$tmp/err" &&
-    make -s -C "$tmp/fromir2" >/dev/null 2>>"$tmp/err" &&
-    "$tmp/fromir2/model" --train 10 --data $d/data >"$tmp/log" 2>>"$tmp/err" &&
-    $py -c "$cmp_losses" "$tmp/log" $d/sgd/losses.txt >"$tmp/cmp" 2>&1; then
+    trains_from_ir $d sgd "$tmp/slice.ir" "$tmp/fromir2"; then
 	pass "a sliced pipeline's training IR dump (pp 2, slice=) compiles and trains as torch"
 else
 	fail "sliced training IR dump: $(head -1 "$tmp/slice.ir") $(cat "$tmp/err" "$tmp/cmp" | head -3)"
