@@ -42,6 +42,22 @@
  * with the same source and tag are received in the order they were sent.
  * recv's byte count must equal send's.
  *
+ * Started all-reduces (iallreduce, test, wait).  A group's slot also has a
+ * ring of NASYNC entries; a member's n-th started all-reduce on the group
+ * uses entry n % NASYNC once the entry serves sequence n (its epoch), so
+ * members pair started calls by order as they pair blocking ones, and the
+ * two kinds never share state.  Starting publishes the buffer and counts
+ * the arrival; test (and wait, and a start finding its entry busy) then
+ * advances each of the rank's started requests: once all members have
+ * arrived it reduces its share (the same chunk, group order and code as
+ * allreduce, so the same bits) into every member's buffer, and once all
+ * shares are in it leaves; the last to leave frees the entry for sequence
+ * n + NASYNC.  No thread runs in the background: a member's share is
+ * reduced when that member calls in, which every member does in the same
+ * order (SPMD), so a rank waiting on one request is never waiting on a
+ * member that waits for it.  A buffer must not be touched between the
+ * start and the completed test or the wait.
+ *
  * Waiting spins briefly (only when the ranks fit on the online CPUs) and
  * then blocks on a condition variable, so oversubscribed runs (8 ranks on
  * a 2-core CI machine) do not burn the cores they need.  The environment
@@ -52,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/internal.h"
@@ -69,6 +86,8 @@ void taprt_threads_free(taprt_comm *world);
 
 enum { K_ALLREDUCE, K_ALLGATHER, K_REDUCE_SCATTER, K_BARRIER };
 
+#define NASYNC 16                       /* started all-reduces in flight per group */
+
 /* One member's arguments to the current collective on a group. */
 typedef struct {
 	const void *src;
@@ -77,6 +96,15 @@ typedef struct {
 	int dtype, op, kind;
 	char pad[64 - 2 * sizeof(void *) - sizeof(int64_t) - 3 * sizeof(int)];
 } Pub;
+
+/* One started all-reduce of a group (the ring entry of sequence epoch). */
+typedef struct {
+	_Alignas(64) atomic_uint epoch; /* the sequence it serves now */
+	atomic_uint arrived;            /* members that published */
+	atomic_uint reduced;            /* members that reduced their share */
+	atomic_uint left;               /* members done with the entry */
+	Pub *pub;                       /* size entries (src = the buffer) */
+} Async;
 
 typedef struct Slot Slot;
 struct Slot {
@@ -89,7 +117,21 @@ struct Slot {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	Pub *pub;                       /* size entries, one cache line each */
+	Async *async;                   /* NASYNC entries */
+	unsigned *aseq;                 /* per member: its started all-reduces so far */
 };
+
+/* A rank's started all-reduce (taprt_request of this backend). */
+struct taprt_request {
+	taprt_request *next;            /* the rank's started ones, in start order */
+	Slot *s;
+	int me;                         /* the rank's index in the group */
+	unsigned seq;
+	int state;                      /* R_ARRIVED, R_REDUCED, R_LEFT */
+	int status;                     /* 0 or an error code */
+};
+
+enum { R_ARRIVED, R_REDUCED, R_LEFT };
 
 typedef struct Msg Msg;
 struct Msg {
@@ -129,6 +171,7 @@ struct taprt_comm {
 	int ncache, next;               /* groups this rank used recently */
 	Slot *cache[NCACHE];
 	int cache_me[NCACHE];           /* this rank's index in the group */
+	taprt_request *started;         /* not yet left, in start order */
 };
 
 struct World {
@@ -248,6 +291,10 @@ taprt_threads_free(taprt_comm *world)
 		next = s->next;
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
+		for (int i = 0; i < NASYNC; i++)
+			free(s->async[i].pub);
+		free(s->async);
+		free(s->aseq);
 		free(s->pub);
 		free(s->ranks);
 		free(s);
@@ -282,7 +329,24 @@ new_slot(const taprt_group *g)
 	memset(s, 0, sizeof *s);
 	s->ranks = malloc(g->size * sizeof(int));
 	s->pub = aligned_alloc(64, g->size * sizeof(Pub));
-	if (!s->ranks || !s->pub) {
+	s->async = aligned_alloc(64, NASYNC * sizeof *s->async);
+	s->aseq = calloc(g->size, sizeof *s->aseq);
+	bool ok = s->ranks && s->pub && s->async && s->aseq;
+	if (s->async)
+		memset(s->async, 0, NASYNC * sizeof *s->async);
+	for (int i = 0; ok && i < NASYNC; i++) {
+		Async *a = &s->async[i];
+		atomic_init(&a->epoch, i);
+		atomic_init(&a->arrived, 0);
+		atomic_init(&a->reduced, 0);
+		atomic_init(&a->left, 0);
+		ok = (a->pub = aligned_alloc(64, g->size * sizeof(Pub))) != NULL;
+	}
+	if (!ok) {
+		for (int i = 0; s->async && i < NASYNC; i++)
+			free(s->async[i].pub);
+		free(s->async);
+		free(s->aseq);
 		free(s->ranks);
 		free(s->pub);
 		free(s);
@@ -523,6 +587,201 @@ threads_barrier(taprt_comm *c, const taprt_group *g)
 	return rc ? rc : barrier(c->w, s);
 }
 
+/* ------------------------------------------------- started all-reduces */
+
+/* Wake the members of s blocked in wait_for (sequentially consistent with
+ * their sleepers count, as in barrier). */
+static void
+wake(Slot *s)
+{
+	if (atomic_load(&s->sleepers) > 0) {
+		pthread_mutex_lock(&s->mu);
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+/* Move request q on as far as the other members let it, without waiting. */
+static void
+advance(taprt_request *q)
+{
+	Slot *s = q->s;
+	Async *a = &s->async[q->seq % NASYNC];
+	unsigned n = (unsigned)s->size;
+	if (q->state == R_ARRIVED && atomic_load(&a->arrived) == n) {
+		const Pub *me = &a->pub[q->me];
+		for (int i = 0; i < s->size && !q->status; i++) /* all members agree */
+			if (a->pub[i].count != me->count || a->pub[i].dtype != me->dtype ||
+			    a->pub[i].op != me->op)
+				q->status = ERR_MISMATCH;
+		int esz = taprt_dtype_size(me->dtype);
+		int64_t off, cnt;
+		share(me->count, esz, s->size, q->me, &off, &cnt);
+		if (!q->status && cnt > 0) {
+			void *dsts[s->size];
+			for (int r = 0; r < s->size; r++)
+				dsts[r] = (char *)a->pub[r].dst + off * esz;
+			reduce_into(taprt_reducer_for(me->dtype, me->op), esz, a->pub, s->size, off, cnt,
+			    dsts, s->size);
+		}
+		q->state = R_REDUCED;
+		if (atomic_fetch_add(&a->reduced, 1) == n - 1)
+			wake(s);
+	}
+	if (q->state == R_REDUCED && atomic_load(&a->reduced) == n) {
+		q->state = R_LEFT;
+		if (atomic_fetch_add(&a->left, 1) == n - 1) { /* the last: free the entry */
+			atomic_store(&a->arrived, 0);
+			atomic_store(&a->reduced, 0);
+			atomic_store(&a->left, 0);
+			atomic_store(&a->epoch, q->seq + NASYNC);
+			wake(s);
+		}
+	}
+}
+
+/* Would advance(q) move q on now? */
+static bool
+ready(const taprt_request *q)
+{
+	const Async *a = &q->s->async[q->seq % NASYNC];
+	unsigned n = (unsigned)q->s->size;
+	return q->state == R_ARRIVED ? atomic_load(&a->arrived) == n :
+	    q->state == R_REDUCED && atomic_load(&a->reduced) == n;
+}
+
+/* Advance every request rank c started, and drop those that left. */
+static void
+advance_all(taprt_comm *c)
+{
+	for (taprt_request **pp = &c->started; *pp;) {
+		taprt_request *q = *pp;
+		advance(q);
+		if (q->state == R_LEFT)
+			*pp = q->next, q->next = NULL;
+		else
+			pp = &q->next;
+	}
+}
+
+/*
+ * Wait until done(s, arg) holds, advancing the rank's started requests
+ * meanwhile (another member may be waiting for this one's share): spin,
+ * then sleep on the slot's condition variable.  What makes done true or
+ * lets a request advance is a counter or epoch change that its maker
+ * follows with wake(); the sleeper re-checks both under the mutex after
+ * counting itself a sleeper, so a change on slot s is never missed, and a
+ * short timed sleep covers requests on other groups' slots.
+ */
+static int
+wait_for(taprt_comm *c, Slot *s, bool (*done)(Slot *, const void *), const void *arg)
+{
+	World *w = c->w;
+	for (int i = 0;; i++) {
+		advance_all(c);
+		if (done(s, arg))
+			return 0;
+		if (atomic_load(&w->aborted))
+			return ERR_CANCELED;
+		if (i < w->spin) {
+			cpu_relax();
+			continue;
+		}
+		pthread_mutex_lock(&s->mu);
+		atomic_fetch_add(&s->sleepers, 1);
+		bool go = done(s, arg) || atomic_load(&w->aborted);
+		for (const taprt_request *q = c->started; q && !go; q = q->next)
+			go = ready(q);
+		if (!go) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += 200000; /* 0.2 ms: requests on other groups */
+			if (until.tv_nsec >= 1000000000)
+				until.tv_sec++, until.tv_nsec -= 1000000000;
+			pthread_cond_timedwait(&s->cv, &s->mu, &until);
+		}
+		atomic_fetch_sub(&s->sleepers, 1);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+static bool
+entry_free(Slot *s, const void *arg)
+{
+	unsigned seq = *(const unsigned *)arg;
+	return atomic_load(&s->async[seq % NASYNC].epoch) == seq;
+}
+
+static bool
+request_left(Slot *s, const void *arg)
+{
+	(void)s;
+	return ((const taprt_request *)arg)->state == R_LEFT;
+}
+
+static int
+threads_iallreduce(taprt_comm *c, const taprt_group *g, void *buf, int64_t count, int dtype,
+    int op, taprt_request **req)
+{
+	if (!req || count < 0 || (count > 0 && !buf) || !taprt_reducer_for(dtype, op))
+		return ERR_INVAL;
+	Slot *s;
+	int me;
+	int rc = group_slot(c, g, &s, &me);
+	if (rc)
+		return rc;
+	if (atomic_load(&c->w->aborted))
+		return ERR_CANCELED;
+	taprt_request *q = calloc(1, sizeof *q);
+	if (!q)
+		return ERR_NOMEM;
+	*q = (taprt_request){.s = s, .me = me, .seq = s->aseq[me]++, .state = R_ARRIVED};
+	if ((rc = wait_for(c, s, entry_free, &q->seq))) {
+		free(q);
+		return rc;
+	}
+	Async *a = &s->async[q->seq % NASYNC];
+	a->pub[me] = (Pub){.src = buf, .dst = buf, .count = count, .dtype = dtype, .op = op,
+		.kind = K_ALLREDUCE};
+	taprt_request **pp = &c->started;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = q;
+	if (atomic_fetch_add(&a->arrived, 1) == (unsigned)s->size - 1)
+		wake(s);
+	advance(q);
+	*req = q;
+	return 0;
+}
+
+static int
+threads_test(taprt_comm *c, taprt_request *req, int *done)
+{
+	if (!c || c->rank < 0 || !req || !done)
+		return ERR_INVAL;
+	advance_all(c);
+	*done = req->state == R_LEFT;
+	return *done ? req->status : atomic_load(&c->w->aborted) ? ERR_CANCELED : 0;
+}
+
+static int
+threads_wait(taprt_comm *c, taprt_request *req)
+{
+	if (!c || c->rank < 0 || !req)
+		return ERR_INVAL;
+	int rc = wait_for(c, req->s, request_left, req);
+	if (rc == 0)
+		rc = req->status;
+	if (req->state != R_LEFT) /* aborted: unlink it */
+		for (taprt_request **pp = &c->started; *pp; pp = &(*pp)->next)
+			if (*pp == req) {
+				*pp = req->next;
+				break;
+			}
+	free(req);
+	return rc;
+}
+
 /* -------------------------------------------------------- point to point */
 
 static int
@@ -697,4 +956,7 @@ const taprt_backend taprt_threads_backend = {
 	.send = threads_send,
 	.recv = threads_recv,
 	.barrier = threads_barrier,
+	.iallreduce = threads_iallreduce,
+	.test = threads_test,
+	.wait = threads_wait,
 };

@@ -669,6 +669,110 @@ test_abort(void)
 	run_ranks(4, abort_rank, NULL);
 }
 
+/* ------------------------------------------------- started all-reduces */
+
+#define NSTARTED 40                     /* more than the backend's ring of 16 */
+
+static int64_t
+started_count(int i)
+{
+	return (int64_t)(i * 397 % 3001);  /* 0 .. 3000 elements, 0 included */
+}
+
+/*
+ * Rank r's started all-reduces: first in the sub-pipeline's pattern (two in
+ * flight, each waited two starts later, with a blocking all-reduce of the
+ * same group between), then the gradient buckets' (all started, then all
+ * waited, so starts must advance earlier requests to free ring entries).
+ * Every result must have the bits of the group-order sum.
+ */
+static void
+iallreduce_rank(Run *t, taprt_comm *c, int r)
+{
+	ArP *want = t->arg;
+	int ranks[MAXN];
+	taprt_group g = {group_world(t->n, ranks, false), ranks};
+	float *x[NSTARTED];
+	taprt_request *req[NSTARTED];
+	for (int phase = 0; phase < 2; phase++) {
+		for (int i = 0; i < NSTARTED; i++) {
+			int64_t n = started_count(i);
+			x[i] = malloc((n ? n : 1) * sizeof *x[i]);
+			for (int64_t k = 0; k < n; k++)
+				x[i][k] = fval(r, k, i);
+			int rc = B->iallreduce(c, &g, x[i], n, TAPRT_F32, TAPRT_SUM, &req[i]);
+			RANK_CHECK(t, r, rc == 0, "iallreduce %d returned %d", i, rc);
+			if (rc)
+				return;
+			if (phase == 0 && i % 3 == 0) {
+				float y[300];
+				for (int k = 0; k < 300; k++)
+					y[k] = fval(r, k, 7);
+				rc = B->allreduce(c, &g, y, 300, TAPRT_F32, TAPRT_SUM);
+				RANK_CHECK(t, r, rc == 0 && memcmp(y, want[NSTARTED].want, sizeof y) == 0,
+				    "a blocking all-reduce between started ones: rc %d or wrong bits", rc);
+			}
+			if (phase == 0 && i % 2 == 1) {
+				int done = 0;
+				rc = B->test(c, req[i - 1], &done);
+				RANK_CHECK(t, r, rc == 0, "test returned %d", rc);
+			}
+			if (phase == 0 && i >= 2) {
+				rc = B->wait(c, req[i - 2]);
+				RANK_CHECK(t, r, rc == 0, "wait %d returned %d", i - 2, rc);
+			}
+		}
+		for (int i = phase == 0 ? NSTARTED - 2 : 0; i < NSTARTED; i++) {
+			int rc = B->wait(c, req[i]);
+			RANK_CHECK(t, r, rc == 0, "wait %d returned %d", i, rc);
+		}
+		for (int i = 0; i < NSTARTED; i++) {
+			RANK_CHECK(t, r, memcmp(x[i], want[i].want, started_count(i) * sizeof(float)) == 0,
+			    "phase %d: started all-reduce %d (%lld elements) has other bits than the "
+			    "group-order sum", phase, i, (long long)started_count(i));
+			free(x[i]);
+		}
+	}
+}
+
+static void
+test_iallreduce(void)
+{
+	FOR_N(n) {
+		ArP want[NSTARTED + 1];
+		for (int i = 0; i <= NSTARTED; i++) {
+			want[i] = (ArP){.count = i < NSTARTED ? started_count(i) : 300,
+				.dtype = TAPRT_F32, .op = TAPRT_SUM, .salt = i < NSTARTED ? i : 7};
+			expect(&want[i], n);
+		}
+		run_ranks(n, iallreduce_rank, want);
+		for (int i = 0; i <= NSTARTED; i++)
+			free(want[i].want);
+	}
+}
+
+/* A member that starts with another count: every member's wait fails. */
+static void
+imismatch_rank(Run *t, taprt_comm *c, int r)
+{
+	int ranks[MAXN];
+	taprt_group g = {group_world(t->n, ranks, false), ranks};
+	float x[64] = {0};
+	taprt_request *q;
+	int rc = B->iallreduce(c, &g, x, r == 1 ? 32 : 64, TAPRT_F32, TAPRT_SUM, &q);
+	RANK_CHECK(t, r, rc == 0, "iallreduce returned %d", rc);
+	if (!rc)
+		rc = B->wait(c, q);
+	RANK_CHECK(t, r, rc == -EBADMSG, "wait returned %d, expected -EBADMSG", rc);
+}
+
+static void
+test_imismatch(void)
+{
+	run_ranks(2, imismatch_rank, NULL);
+	run_ranks(3, imismatch_rank, NULL);
+}
+
 void
 suite_rt_comm(CU_pSuite s)
 {
@@ -688,4 +792,6 @@ suite_rt_comm(CU_pSuite s)
 	ADD(s, test_barrier);
 	ADD(s, test_mismatch);
 	ADD(s, test_abort);
+	ADD(s, test_iallreduce);
+	ADD(s, test_imismatch);
 }
