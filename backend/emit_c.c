@@ -247,27 +247,35 @@ stage_uses(Graph *g, int s)
  * the top level (an If is never cut), by the schedule's send steps.
  */
 static void
-put_nodes(Emitter *e, int stage, StepKind what, int region, int branch, int indent)
+put_nodes(Emitter *e, int stage, StepKind what, int region, int branch, int indent, int part)
 {
 	Graph *g = e->g;
 	FILE *f = e->f;
 	StepKind kind = what == STEP_RECOMPUTE ? STEP_FWD : what;
+	int at = 0;
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
 		if (nd->dead || emit_stage(g, n) != stage || nd->region != region ||
-		    (region != IR_NONE && nd->branch != branch) || sched_node_step(g, n) != kind ||
+		    (region != IR_NONE && nd->branch != branch) || sched_node_step(g, n) != kind)
+			continue;
+		int mine = at; /* the part (-subpipeline): as memplan.c's run_nodes counts */
+		at += sched_split(g, n);
+		if ((part >= 0 && mine != part) ||
 		    (what == STEP_RECOMPUTE && !sched_reruns(g, stage, n)))
 			continue;
 		if (nd->op == OP_If) {
 			fprintf(f, "%.*sif (*(const uint8_t *)T[%d].data) {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t",
 			    e->num[nd->in[0]]);
-			put_nodes(e, stage, what, nd->owns, 0, indent + 1);
+			put_nodes(e, stage, what, nd->owns, 0, indent + 1, -1);
 			fprintf(f, "%.*s} else {\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
-			put_nodes(e, stage, what, nd->owns, 1, indent + 1);
+			put_nodes(e, stage, what, nd->owns, 1, indent + 1, -1);
 			fprintf(f, "%.*s}\n", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
 		}
 		fprintf(f, "%.*s", indent, "\t\t\t\t\t\t\t\t\t\t\t\t");
-		if (emit_is_view(g, n))
+		if (sched_split(g, n)) /* its half's next part waits for it */
+			fprintf(f, "if (taprt_allreduce_start(cx, &N%d, &RQ[k & 1]))\n%.*sreturn -1;", n,
+			    indent + 1, "\t\t\t\t\t\t\t\t\t\t\t\t\t");
+		else if (emit_is_view(g, n))
 			fprintf(f, "/* T[%d] is T[%d] as %s */", e->num[nd->out[0]],
 			    e->num[nd->in[0]], ir_op_name(nd->op));
 		else
@@ -282,6 +290,37 @@ put_nodes(Emitter *e, int stage, StepKind what, int region, int branch, int inde
 			fprintf(f, "%.*sif (cx->pending) taprt_comm_progress(cx);\n", indent,
 			    "\t\t\t\t\t\t\t\t\t\t\t\t");
 	}
+}
+
+/*
+ * -subpipeline: the body of a step function's parts, `switch (part)`, a
+ * part ending at each TP all-reduce it starts (sched_split) and the next
+ * part of the same half beginning with its wait.  np[kind] gets the count.
+ */
+static void
+put_parts(Emitter *e, int stage, StepKind what, int *np)
+{
+	Graph *g = e->g;
+	StepKind kind = what == STEP_RECOMPUTE ? STEP_FWD : what;
+	NodeId *split = malloc(sizeof *split * (g->nnodes + 1));
+	int ns = 0;
+	for (NodeId n = 0; n < g->nnodes; n++)
+		if (!g->nodes[n].dead && emit_stage(g, n) == stage && sched_node_step(g, n) == kind &&
+		    sched_split(g, n))
+			split[ns++] = n;
+	fputs("\tswitch (part) {\n", e->f);
+	for (int p = 0; p <= ns; p++) {
+		fprintf(e->f, "\tcase %d:\n", p);
+		/* the wait for the all-reduce that ended the half's last part,
+		 * where this step ran it (a recompute may keep it) */
+		if (p > 0 && (what != STEP_RECOMPUTE || sched_reruns(g, stage, split[p - 1])))
+			fputs("\t\tif (taprt_allreduce_wait(cx, &RQ[k & 1]))\n\t\t\treturn -1;\n", e->f);
+		put_nodes(e, stage, what, IR_NONE, 0, 2, p);
+		fputs("\t\tbreak;\n", e->f);
+	}
+	fputs("\t}\n", e->f);
+	np[what] = ns + 1;
+	free(split);
 }
 
 bool
@@ -440,7 +479,9 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 		[STEP_RECOMPUTE] = "recompute", [STEP_OPT] = "opt"};
 	static const char *up[STEP_COUNT] = {[STEP_FWD] = "F", [STEP_BWD] = "B",
 		[STEP_RECOMPUTE] = "R", [STEP_OPT] = "O"};
-	int M = micro;
+	int M = micro, np[STEP_COUNT] = {0};
+	if (g->subpipe) /* per half: its started TP all-reduce (k & 1 of micro-batch k) */
+		fputs("static taprt_request *RQ[2];\n\n", f);
 	for (int kind = 0; kind < STEP_COUNT; kind++) {
 		if (!fn[kind])
 			continue;
@@ -472,10 +513,19 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 					    (long long)mp->off[js][byn[i]] : 0LL);
 			fputs(nl ? "},\n" : "0},\n", f);
 		}
-		fprintf(f, "};\n\nstatic int\n%s(taprt_ctx *cx, int64_t k)\n{\n", fn[kind]);
+		if (g->subpipe && kind != STEP_OPT)
+			fprintf(f, "};\n\nstatic int\n%s_part(taprt_ctx *cx, int64_t k, int part)\n{\n",
+			    fn[kind]);
+		else
+			fprintf(f, "};\n\nstatic int\n%s(taprt_ctx *cx, int64_t k)\n{\n", fn[kind]);
 		fprintf(f, "\tcx->micro = (int)k;\n\tbind(cx, L%s, O%s[%s], %d);\n\tbind_io(cx, k);\n",
 		    up[kind], up[kind], kind == STEP_OPT ? "0" : "k", nl);
-		put_nodes(&e, stage, kind, IR_NONE, 0, 1);
+		if (!g->subpipe || kind == STEP_OPT) {
+			put_nodes(&e, stage, kind, IR_NONE, 0, 1, -1);
+		} else {
+			put_parts(&e, stage, kind, np);
+			fprintf(f, "\tif (part != %d)\n\t\treturn cx->error[0] ? -1 : 0;\n", np[kind] - 1);
+		}
 		if (kind == STEP_FWD) {
 			/* outputs this stage owns that are not computed into their
 			 * buffer: inputs, weights, constants, or a value listed twice */
@@ -496,6 +546,19 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 				    g->tensors[loss].dtype == DT_F64 ? "double" : "float", e.num[loss]);
 		}
 		fputs("\treturn cx->error[0] ? -1 : 0;\n}\n\n", f);
+		if (!g->subpipe || kind == STEP_OPT)
+			continue;
+		bool b = kind == STEP_BWD; /* the first half may start the gradient sums */
+		fprintf(f, "/* micro-batch k's parts in order */\nstatic int\n%s(taprt_ctx *cx, int64_t k)\n"
+		    "{\n\tfor (int p = 0; p < %d; p++)\n\t\tif (%s_part(cx, k, p))\n\t\t\treturn -1;\n"
+		    "\treturn 0;\n}\n\n", fn[kind], np[kind], fn[kind]);
+		fprintf(f, "/* halves k and k + 1 part by part: one half's all-reduce in flight while\n"
+		    " * the other computes (-subpipeline) */\nstatic int\n%s2(taprt_ctx *cx, int64_t k%s)\n"
+		    "{\n\tfor (int p = 0; p < %d; p++) {\n%s\t\tif (%s_part(cx, k, p))\n"
+		    "\t\t\treturn -1;\n%s\t\tif (%s_part(cx, k + 1, p))\n\t\t\treturn -1;\n"
+		    "\t}\n\treturn 0;\n}\n\n", fn[kind], b ? ", bool first" : "", np[kind],
+		    b ? "\t\tcx->first_backward = first;\n" : "", fn[kind],
+		    b ? "\t\tcx->first_backward = false;\n" : "", fn[kind]);
 	}
 
 	/* run(): the schedule, step by step */
@@ -510,6 +573,13 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 	bool first_bwd = true;
 	for (int j = 0; j < ss->nsteps; j++) {
 		const SchedStep *st = &ss->steps[j];
+		if (st->pair) { /* this step and the next, interleaved (-subpipeline) */
+			fprintf(f, "\tif (%s2(cx, %d%s))\n\t\treturn -1;\n", fn[st->kind], st->micro,
+			    st->kind != STEP_BWD ? "" : first_bwd ? ", true" : ", false");
+			first_bwd = first_bwd && st->kind != STEP_BWD;
+			j++;
+			continue;
+		}
 		switch (st->kind) {
 		case STEP_FWD: case STEP_RECOMPUTE:
 			fprintf(f, "\tif (%s(cx, %d))\n\t\treturn -1;\n", fn[st->kind], st->micro);

@@ -165,9 +165,10 @@ emit_schedule(FILE *f, Graph *g, const char *name)
 					snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " (%d of %d modules kept)",
 					    kept, ps->nsub);
 			}
-		snprintf(title, sizeof title, "%s: %s, tp=%d, %s schedule%s", name, g->pipe_method,
+		snprintf(title, sizeof title, "%s: %s, tp=%d, %s schedule%s%s", name, g->pipe_method,
 		    g->mesh.tp, g->sched && g->loss != IR_NONE ? sched_name(g->sched_kind) :
-		    g->cost.train ? "1f1b" : "forward", rec);
+		    g->cost.train ? "1f1b" : "forward", rec, g->subpipe ?
+		    ", sub-pipelined TMP (each pair of halves interleaved)" : "");
 		m = open_memstream(&gantt, &ngantt);
 		pipe_svg(m, &sim, k, title);
 		fclose(m);

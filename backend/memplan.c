@@ -251,16 +251,24 @@ touch(Plan *p, int j, TensorId t, int k, bool write)
 	p->use[j][r] = i;
 }
 
-/* The nodes of step kind `what` of the stage, in order, at micro-batch k. */
-static void
-run_nodes(Plan *p, int j, StepKind what, int k)
+/* The nodes of step kind `what` of the stage, in order, at micro-batch k:
+ * those of part `part` of a paired step (-subpipeline: the parts end at
+ * sched_split's nodes), or all for part -1.  Returns whether it ran the
+ * last part. */
+static bool
+run_nodes(Plan *p, int j, StepKind what, int k, int part)
 {
 	Graph *g = p->g;
 	MemPlan *mp = p->mp;
 	StepKind kind = what == STEP_RECOMPUTE ? STEP_FWD : what;
+	int at = 0;
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		Node *nd = &g->nodes[n];
-		if (nd->dead || emit_stage(g, n) != p->stage || sched_node_step(g, n) != kind ||
+		if (nd->dead || emit_stage(g, n) != p->stage || sched_node_step(g, n) != kind)
+			continue;
+		int mine = at;
+		at += sched_split(g, n);
+		if ((part >= 0 && mine != part) ||
 		    (what == STEP_RECOMPUTE && !sched_reruns(g, p->stage, n)))
 			continue;
 		for (int i = 0; i < nd->nin; i++)
@@ -280,6 +288,18 @@ run_nodes(Plan *p, int j, StepKind what, int k)
 		}
 		p->event++;
 	}
+	return part < 0 || part >= at;
+}
+
+/* A forward's loss is read after the step: it lives to the step's end. */
+static void
+touch_loss(Plan *p, int j, TensorId loss, int k)
+{
+	if (loss == IR_NONE)
+		return;
+	p->event--;
+	touch(p, j, loss, k, false);
+	p->event++;
 }
 
 static int
@@ -447,22 +467,35 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			touch(&p, j, st->t, k, false);
 			p.event++;
 			break;
-		case STEP_FWD:
-			run_nodes(&p, j, STEP_FWD, k);
-			if (loss != IR_NONE) { /* read after the step: lives to its end */
-				p.event--;
-				touch(&p, j, loss, k, false);
-				p.event++;
+		case STEP_FWD: case STEP_RECOMPUTE: case STEP_BWD:
+			/* a recompute: the forward nodes sched_reruns says; the
+			 * others' values stay */
+			if (st->pair && j + 1 < ss->nsteps) {
+				/* -subpipeline: the halves part by part, as they run;
+				 * step j + 1's instances are micro-batch k + 1's */
+				p.use[j + 1] = malloc(sizeof *p.use[j + 1] * (nt + 1));
+				if (!p.use[j + 1])
+					die("out of memory");
+				for (TensorId t = 0; t < nt; t++)
+					p.use[j + 1][t] = -1;
+				for (int part = 0;; part++) {
+					run_nodes(&p, j, st->kind, k, part);
+					if (run_nodes(&p, j + 1, st->kind, k + 1, part))
+						break;
+				}
+				if (st->kind == STEP_FWD) {
+					touch_loss(&p, j, loss, k);
+					touch_loss(&p, j + 1, loss, k + 1);
+				}
+				j++;
+				break;
 			}
-			break;
-		case STEP_RECOMPUTE: /* the forward nodes sched_reruns says; the others' values stay */
-			run_nodes(&p, j, STEP_RECOMPUTE, k);
-			break;
-		case STEP_BWD:
-			run_nodes(&p, j, STEP_BWD, k);
+			run_nodes(&p, j, st->kind, k, -1);
+			if (st->kind == STEP_FWD)
+				touch_loss(&p, j, loss, k);
 			break;
 		case STEP_OPT:
-			run_nodes(&p, j, STEP_OPT, k);
+			run_nodes(&p, j, STEP_OPT, k, -1);
 			break;
 		case STEP_SYNC: {
 			Node *nd = &g->nodes[st->node];

@@ -215,6 +215,14 @@ put_pipeline(FILE *f, Graph *g, const MemPlan *mps)
 			fprintf(f, ", \"slice\": {\"pairs\": %d, \"sliced\": %d, "
 			    "\"simulated_unsliced_seconds\": %.6g}", g->microbatches / 2, g->slice,
 			    g->slice_none_time);
+		if (g->subpipe) { /* Merak's sub-pipelined TMP: pairs of halves interleaved */
+			int nsplit = 0;
+			for (NodeId n = 0; n < g->nnodes; n++)
+				nsplit += !g->nodes[n].dead && sched_split(g, n);
+			fprintf(f, ", \"subpipeline\": {\"pairs\": %d, \"split_allreduces\": %d, "
+			    "\"simulated_unpaired_seconds\": %.6g}", g->microbatches / 2, nsplit,
+			    g->subpipe_none_time);
+		}
 		fputs("}", f);
 	}
 	fputs("},\n", f);

@@ -81,6 +81,8 @@ static cl::opt<std::string> Recompute("recompute", cl::desc("-train: recompute e
     cl::value_desc("none|all|auto"), cl::init("none"), cl::cat(Cat));
 static cl::opt<bool> Slice("slice", cl::desc("With a pipeline: AutoPipe's micro-batch slicer: run each micro-batch as two halves and send the first micro-batches' forward halves on their own, to shorten the start-up (the count is solved; docs/pipeline.md)"),
     cl::init(false), cl::cat(Cat));
+static cl::opt<bool> Subpipeline("subpipeline", cl::desc("With tensor parallelism: Merak's sub-pipelined TMP: run each micro-batch as two halves that take turns at every TP all-reduce, one half's all-reduce in flight while the other half computes (docs/pipeline.md)"),
+    cl::init(false), cl::cat(Cat));
 static cl::opt<std::string> Search("search", cl::desc("How mesh-map searches: auto (exhaustive up to 100000 candidates, else annealing), exhaustive, anneal"),
     cl::value_desc("auto|exhaustive|anneal"), cl::init("auto"), cl::cat(Cat));
 static cl::opt<int> AnnealSteps("anneal-steps", cl::desc("Simulated annealing steps (default 500, as AMP)"),
@@ -160,6 +162,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->schedule = Schedule.c_str();
 	o->recompute = Recompute.c_str();
 	o->slice = Slice;
+	o->subpipeline = Subpipeline;
 	o->anneal_steps = AnnealSteps;
 	o->seed = Seed;
 	o->tp_random = TPRandom;

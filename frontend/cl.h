@@ -48,6 +48,7 @@ typedef struct {
 	const char *schedule;           /* -schedule=gpipe|1f1b|merak, "" the best predicted */
 	const char *recompute;          /* -recompute=none|all|auto */
 	bool slice;                     /* -slice */
+	bool subpipeline;               /* -subpipeline */
 	int anneal_steps;               /* -anneal-steps=N, 0 = AMP's 500 */
 	unsigned seed;                  /* -seed=N */
 	unsigned tp_random;             /* -tp-random=SEED (hidden, testing) */

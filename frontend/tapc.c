@@ -76,10 +76,13 @@ extra_help(void)
 	    "  receives, gradient buckets, optimizer): -schedule=gpipe|1f1b|merak (default: the\n"
 	    "  fastest simulated; ties to 1f1b), -recompute=none|all|auto (auto: Merak's\n"
 	    "  stage-aware rule: each stage keeps the activations of as many of its modules as\n"
-	    "  fit, the rest re-run before the backward), -slice (AutoPipe's slicer: micro-batches run as halves, the\n"
-	    "  first ones' forward halves sent on their own to shorten the start-up; the count is\n"
-	    "  solved by simulation). The program's --memory-report prints each rank's measured peak\n"
-	    "  of activations. -emit=plan shows the stage table, -emit=schedule draws the schedule.\n"
+	    "  fit, the rest re-run before the backward), -slice (AutoPipe's slicer: micro-batches\n"
+	    "  run as halves, the first ones' forward halves sent on their own to shorten the\n"
+	    "  start-up; the count is solved by simulation), -subpipeline (Merak's sub-pipelined\n"
+	    "  TMP, with tp > 1: each micro-batch runs as two halves taking turns at every TP\n"
+	    "  all-reduce, one half's all-reduce in flight while the other computes). The program's\n"
+	    "  --memory-report prints each rank's measured peak of activations. -emit=plan shows\n"
+	    "  the stage table, -emit=schedule draws the schedule.\n"
 	    "\nSHAPES: every symbolic dim needs a value: dim 0 (the batch) is 1 or -batch=N; others come\n"
 	    "  from -dim NAME=N or -input-shape INPUT=AxBxC. A model exported at a fixed batch is\n"
 	    "  re-specialized for -batch, -dp and micro-batches: the batch baked into its constants\n"
@@ -609,6 +612,7 @@ main(int argc, char **argv)
 		ok = false;
 	}
 	cx.slice = o.slice;
+	cx.subpipeline = o.subpipeline;
 	if (strcmp(o.recompute, "none") == 0)
 		cx.recompute = RECOMPUTE_NONE;
 	else if (strcmp(o.recompute, "all") == 0)

@@ -238,6 +238,13 @@ ir_check(Graph *g)
 		    "and at most microbatches/2 sliced micro-batches", g->slice);
 		return false;
 	}
+	/* subpipeline=1: micro-batches are pairs of halves inside TP blocks */
+	if (g->subpipe && (g->mesh.tp < 2 || g->microbatches < 2 || g->microbatches % 2 ||
+	    g->slice > 0)) {
+		diag_file(g->model, "subpipeline=1: expected with tp > 1, an even microbatches= (the "
+		    "halves) and no slice=");
+		return false;
+	}
 	for (TensorId t = 0; t < g->ntensors; t++)
 		if (!check_tensor(g, t))
 			return false;

@@ -321,6 +321,8 @@ void ir_place(const Cluster *c, int dp, int tp, int pp, int place, int *dev);
 typedef struct {
 	int first, nsub;                /* subgraphs [first, first + nsub) */
 	double fwd, bwd;                /* predicted seconds per micro-batch */
+	double fwd_coll, bwd_coll;      /* ... of which TP collectives (latency and bytes) */
+	int ncoll;                      /* TP collectives of the forward of one micro-batch */
 	int64_t weight_bytes;           /* per rank */
 } PipeStage;
 
@@ -354,6 +356,9 @@ typedef struct {
 	TensorId t;                     /* RECV, SEND: the tensor; else IR_NONE */
 	int peer;                       /* RECV, SEND: the other stage; else -1 */
 	NodeId node;                    /* SYNC: the bucket's AllReduce; else IR_NONE */
+	bool pair;                      /* FWD, RECOMPUTE, BWD with Graph.subpipe: this step
+	                                 * and the next (the same kind, micro + 1) run
+	                                 * interleaved, part by part (sched_split) */
 } SchedStep;
 
 typedef struct {
@@ -436,6 +441,12 @@ typedef struct Graph {
 	                                 * a half's, microbatches counts halves) and the first
 	                                 * `slice` pairs' forwards are sliced: each half sent
 	                                 * on its own (the schedule pass solves it; 1 before) */
+	bool subpipe;                   /* -subpipeline (Merak's sub-pipelined TMP, §5.3):
+	                                 * every micro-batch runs as a pair of halves (the
+	                                 * graph is a half's, microbatches counts halves)
+	                                 * whose steps interleave at each TP all-reduce,
+	                                 * one half's reduction in flight while the other
+	                                 * computes (SchedStep.pair) */
 	double pipe_comm;               /* seconds per stage-to-stage transfer (mean) */
 	double pipe_time;               /* simulated iteration, chosen assignment */
 	double pipe_even_time;          /* ... Megatron's even split of the blocks (-1: none) */
@@ -450,6 +461,8 @@ typedef struct Graph {
 	double sched_time;              /* the schedule's simulated iteration, seconds */
 	double sched_times[SCHED_COUNT]; /* each kind's, for plan.json (-1: not simulated) */
 	double slice_none_time;         /* -slice: the step with no pair sliced (plan.json) */
+	double subpipe_none_time;       /* -subpipeline: the step with each pair's halves one
+	                                 * after the other, nothing overlapped (plan.json) */
 
 	/* training (passes/loss.c, autodiff.c, optimizer.c): the scalar loss and,
 	 * per trainable weight, the tensor holding d loss / d weight */

@@ -297,6 +297,8 @@ print_graph(FILE *f, Graph *g)
 		fprintf(f, " microbatches=%d", g->microbatches);
 	if (g->mesh.dp && g->slice > 0) /* microbatches counts halves */
 		fprintf(f, " slice=%d", g->slice);
+	if (g->mesh.dp && g->subpipe) /* ... and so here */
+		fputs(" subpipeline=1", f);
 	fputc('\n', f);
 
 	for (int i = 0; i < g->ninputs; i++)

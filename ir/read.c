@@ -1060,7 +1060,7 @@ dir_of(Graph *g, const char *path)
 }
 
 /* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2 microbatches=4'
- * (and slice=N after -slice) */
+ * (and slice=N after -slice, subpipeline=1 after -subpipeline) */
 static void
 parse_header(Reader *r)
 {
@@ -1068,16 +1068,16 @@ parse_header(Reader *r)
 	if (!consume_word(r, "graph"))
 		error(r, "expected 'graph' header, found %s", found(r));
 	g->name = parse_string(r, "quoted graph name");
-	bool seen[8] = {0};
+	bool seen[9] = {0};
 	static const char *keys[] = {"model", "opset", "mesh", "dp", "tp", "pp", "microbatches",
-		"slice"};
+		"slice", "subpipeline"};
 	while (!at_end(r)) {
 		int k = 0;
-		while (k < 8 && !consume_word(r, keys[k]))
+		while (k < 9 && !consume_word(r, keys[k]))
 			k++;
-		if (k == 8)
-			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches= or slice=, "
-			    "found %s", found(r));
+		if (k == 9)
+			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches=, slice= or "
+			    "subpipeline=, found %s", found(r));
 		if (seen[k])
 			error(r, "duplicate %s= in header", keys[k]);
 		seen[k] = true;
@@ -1105,13 +1105,15 @@ parse_header(Reader *r)
 		case 5: g->mesh.pp = (int)parse_int(r, "pp", 1, INT_MAX); break;
 		case 6: g->microbatches = (int)parse_int(r, "microbatches", 1, INT_MAX); break;
 		case 7: g->slice = (int)parse_int(r, "slice", 1, INT_MAX); break; /* ir_check bounds it */
+		case 8: g->subpipe = parse_int(r, "subpipeline", 0, 1) != 0; break;
 		}
 	}
 	/* chosen degrees come as a set, as the printer writes them: a lone
 	 * dp= would print back as mesh=0x0, which does not read */
-	bool degrees = seen[3] || seen[4] || seen[5] || seen[6] || seen[7];
+	bool degrees = seen[3] || seen[4] || seen[5] || seen[6] || seen[7] || seen[8];
 	if (degrees && !(seen[2] && seen[3] && seen[4] && seen[5]))
-		error(r, "dp=, tp=, pp=, microbatches= and slice= need mesh=, dp=, tp= and pp= together");
+		error(r, "dp=, tp=, pp=, microbatches=, slice= and subpipeline= need mesh=, dp=, tp= "
+		    "and pp= together");
 }
 
 /* GraphNodes from the nodes' gn= annotations; the printer keeps only the

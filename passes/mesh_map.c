@@ -211,6 +211,8 @@ mbs_allowed(Map *m, const Triple *t, int64_t mbs)
 {
 	if (m->cx->slice && t->pp > 1 && mbs % 2)
 		return false; /* -slice halves the micro-batch */
+	if (m->cx->subpipeline && t->tp > 1 && mbs % 2)
+		return false; /* so does -subpipeline */
 	return !m->cx->microbatches || m->B / t->dp / mbs == m->cx->microbatches;
 }
 
@@ -589,10 +591,25 @@ check_forced(Map *m, int nsub, const BatchPlan *bp, bool analysed)
 		    "halved");
 		return false;
 	}
-	if (cx->slice && cx->microbatches && cx->dp && (m->B / cx->dp / cx->microbatches) % 2) {
-		diag_error("%s: -slice halves each micro-batch, but -microbatches=%d of a replica's "
+	if (cx->subpipeline && cx->tp == 1) {
+		diag_error("-subpipeline -tp=1: sub-pipelined TMP overlaps tensor parallelism's "
+		    "all-reduces; there are none at tp 1");
+		return false;
+	}
+	if (cx->subpipeline && cx->slice) {
+		diag_error("-subpipeline and -slice both run each micro-batch as two halves; use one");
+		return false;
+	}
+	if (cx->subpipeline && !m->split) {
+		diag_file(g->model, "-subpipeline: the batch cannot be split, so a micro-batch cannot "
+		    "be halved");
+		return false;
+	}
+	if ((cx->slice || cx->subpipeline) && cx->microbatches && cx->dp &&
+	    (m->B / cx->dp / cx->microbatches) % 2) {
+		diag_error("%s: %s halves each micro-batch, but -microbatches=%d of a replica's "
 		    "batch %lld gives micro-batches of %lld row%s, an odd number (-batch=N)", g->model,
-		    cx->microbatches, (long long)(m->B / cx->dp),
+		    cx->slice ? "-slice" : "-subpipeline", cx->microbatches, (long long)(m->B / cx->dp),
 		    (long long)(m->B / cx->dp / cx->microbatches),
 		    m->B / cx->dp / cx->microbatches == 1 ? "" : "s");
 		return false;
@@ -722,10 +739,11 @@ pass_mesh_map(Graph *g, PassCtx *cx)
 						least = p;
 				}
 			}
-		if (least.memory == INFINITY && cx->slice) {
-			diag_file(g->model, "-slice halves each micro-batch, but every pipelined plan "
-			    "for this batch has micro-batches of an odd number of rows (-batch=N, "
-			    "-microbatches=M)");
+		if (least.memory == INFINITY && (cx->slice || cx->subpipeline)) {
+			diag_file(g->model, "%s halves each micro-batch, but every %s plan for this "
+			    "batch has micro-batches of an odd number of rows (-batch=N, -microbatches=M)",
+			    cx->slice ? "-slice" : "-subpipeline", cx->slice ? "pipelined" :
+			    "tensor-parallel");
 			goto fail;
 		}
 		double have = 0;
@@ -775,6 +793,23 @@ pass_mesh_map(Graph *g, PassCtx *cx)
 		mbs /= 2;
 		g->microbatches *= 2;
 		g->slice = 1;
+	}
+	if (!planned && cx->subpipeline) {
+		if (g->mesh.tp < 2) {
+			diag_file(g->model, "-subpipeline: the plan chosen has no tensor parallelism "
+			    "(%s); -tp=N forces it", g->degree_rule);
+			goto fail;
+		}
+		/* Merak's sub-pipelined TMP: every micro-batch a pair of halves
+		 * that the schedule interleaves */
+		if (g->microbatches > IR_MAX_DEVICES / 2) {
+			diag_error("-subpipeline: %d micro-batches make %d halves, more than %d",
+			    g->microbatches, 2 * g->microbatches, IR_MAX_DEVICES);
+			goto fail;
+		}
+		mbs /= 2;
+		g->microbatches *= 2;
+		g->subpipe = true;
 	}
 	if (!planned && mbs != m.B && !respecialize(g, &bp, m.B, mbs))
 		goto fail;

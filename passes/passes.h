@@ -36,6 +36,8 @@ typedef struct {
 	int recompute;                  /* -recompute: RECOMPUTE_* */
 	bool slice;                     /* -slice: AutoPipe's micro-batch slicer (mesh-map
 	                                 * halves the micro-batch, schedule solves the count) */
+	bool subpipeline;               /* -subpipeline: Merak's sub-pipelined TMP (mesh-map
+	                                 * halves the micro-batch, schedule pairs the halves) */
 } PassCtx;
 
 enum { RECOMPUTE_NONE, RECOMPUTE_ALL, RECOMPUTE_AUTO };

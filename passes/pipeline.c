@@ -635,3 +635,40 @@ pipe_svg(FILE *f, const PipeSim *s, int nstages, const char *title)
 	fprintf(f, "<text x=\"%.0f\" y=\"%.1f\">0</text><text x=\"%.0f\" y=\"%.1f\" "
 	    "text-anchor=\"end\">%.6g s</text>\n</svg>\n", left, h - 8, left + width, h - 8, s->time);
 }
+
+double
+pipe_subpipe_time(const double *c, const double *a, int n)
+{
+	double tc = 0, tm = 0, ar[2] = {0, 0};
+	for (int i = 0; i <= n; i++) {
+		double end[2];
+		for (int h = 0; h < 2; h++) { /* compute: A's segment i, then B's */
+			end[h] = (tc > ar[h] ? tc : ar[h]) + c[i];
+			tc = end[h];
+		}
+		for (int h = 0; h < 2 && i < n; h++) { /* their all-reduces, in turn */
+			ar[h] = (tm > end[h] ? tm : end[h]) + a[i];
+			tm = ar[h];
+		}
+	}
+	return tc > tm ? tc : tm;
+}
+
+double
+pipe_subpipe_stage(double compute, double coll, int ncoll)
+{
+	if (ncoll <= 0)
+		return 2 * (compute + coll);
+	double *c = malloc(sizeof *c * (ncoll + 1)), *a = malloc(sizeof *a * ncoll);
+	if (!c || !a)
+		die("out of memory");
+	for (int i = 0; i < ncoll; i++) {
+		c[i] = compute / ncoll;
+		a[i] = coll / ncoll;
+	}
+	c[ncoll] = 0;
+	double t = pipe_subpipe_time(c, a, ncoll);
+	free(c);
+	free(a);
+	return t;
+}

@@ -170,8 +170,28 @@ StepKind sched_node_step(const Graph *g, NodeId n);
  * keep_from; every forward node when it is INT_MAX or without sched)? */
 bool sched_reruns(const Graph *g, int stage, NodeId n);
 void sched_build(Graph *g, int kind, const bool *rec);
+/* -subpipeline: does a part of a paired step end after node n (a TP
+ * all-reduce of one tensor at the top level, which the emitter starts and
+ * the half's next part waits for)?  False without Graph.subpipe. */
+bool sched_split(const Graph *g, NodeId n);
 double sched_simulate(Graph *g, PipeSim *out);
 const char *sched_name(int kind);       /* "gpipe", "1f1b", "merak" */
+
+/*
+ * Merak's sub-pipelined TMP (§5.3): the time of a pair of halves of a
+ * micro-batch, each n + 1 compute segments c[0..n] with an all-reduce of
+ * a[i] seconds after segment i < n, interleaved as the program runs them:
+ * one compute stream running A's then B's segment i, in turn, and one
+ * communication stream running their all-reduces in the same turns.  A
+ * segment waits for its half's previous all-reduce, an all-reduce for its
+ * segment.  (Uniform blocks give the paper's 1/4 T_m + (K - 1/4) max{T_m,
+ * T_a} + 1/4 T_a for the forward.)
+ */
+double pipe_subpipe_time(const double *c, const double *a, int n);
+/* The same for a stage whose half runs `compute` seconds with ncoll
+ * all-reduces of `coll` seconds in all, blocks alike each ending with its
+ * all-reduce (the paper's model); 2 (compute + coll) when ncoll is 0. */
+double pipe_subpipe_stage(double compute, double coll, int ncoll);
 
 /* Stage sums of a partition: out[s] = sum of v[cut[s] .. cut[s+1]). */
 void pipe_stage_sums(const double *v, const int *cut, int k, double *out);

@@ -39,6 +39,15 @@
  * backward's, wait for the second half (AutoPipe's aggregated
  * communication).  The count is solved by simulation (slice_count).
  *
+ * -subpipeline (Merak's sub-pipelined TMP, §5.3): mesh-map made every
+ * micro-batch a pair of halves here too (Graph.subpipe); the order runs on
+ * pairs, and each pair's forward, recompute and backward is one paired
+ * step (SchedStep.pair on the first half's): the emitter runs the two
+ * halves' nodes part by part, a part ending at each TP all-reduce
+ * (sched_split), so that one half's all-reduce is in flight while the
+ * other half computes.  Both halves' receives come before the pair, their
+ * sends after it.  The simulator times a pair by pipe_subpipe_stage.
+ *
  * Needs: stage-assign (Node.stage; Graph.stages with pp > 1), and for
  * training autodiff, grad-sync and optimizer.  Guarantees: Graph.sched
  * (one StageSched per stage, in the graph's arena), sched_kind,
@@ -78,6 +87,19 @@ sched_node_step(const Graph *g, NodeId n)
 			return STEP_SYNC;
 	}
 	return STEP_BWD;
+}
+
+bool
+sched_split(const Graph *g, NodeId n)
+{
+	const Node *nd = &g->nodes[n];
+	if (!g->subpipe || nd->op != OP_AllReduce || nd->region != IR_NONE || nd->nin != 1 ||
+	    nd->phase == PHASE_OPT)
+		return false;
+	const Attr *grp = ir_attr(g, n, "group"), *mean = ir_attr(g, n, "mean");
+	const Attr *async = ir_attr(g, n, "async");
+	return !(grp && grp->type == ATTR_STRING && strcmp(grp->s, "dp") == 0) &&
+	    !(mean && mean->i) && !(async && async->i);
 }
 
 /* Is t a value a node of another stage makes, read per micro-batch? */
@@ -156,15 +178,16 @@ boundaries(Graph *g, int s, int *recv, bool *send)
 
 /*
  * Stage s's forwards, backwards and recomputes in order into o (room for
- * 3 microbatches): pipe_order's, and with -slice its operations on pairs
- * of halves expanded into the halves (a recompute right before the
- * backward of its own half).
+ * 3 microbatches): pipe_order's, and with -slice or -subpipeline its
+ * operations on pairs of halves expanded into the halves (-slice: a
+ * recompute right before the backward of its own half; -subpipeline: each
+ * operation's halves side by side, as one paired step runs them).
  */
 static int
 stage_order(const Graph *g, int kind, int s, bool recompute, PipeOp *o)
 {
 	int K = nstages(g), M = g->microbatches > 1 ? g->microbatches : 1;
-	if (g->slice <= 0)
+	if (g->slice <= 0 && !g->subpipe)
 		return pipe_order(kind, K, M, s, recompute, o);
 	PipeOp *pair = malloc(sizeof *pair * (3 * (M / 2) + 1));
 	if (!pair)
@@ -172,7 +195,8 @@ stage_order(const Graph *g, int kind, int s, bool recompute, PipeOp *o)
 	int np = pipe_order(kind, K, M / 2, s, recompute, pair), n = 0;
 	for (int i = 0; i < np; i++) {
 		PipeOp a = pair[i];
-		if (a.recompute && i + 1 < np && pair[i + 1].backward && pair[i + 1].micro == a.micro) {
+		if (g->slice > 0 && a.recompute && i + 1 < np && pair[i + 1].backward &&
+		    pair[i + 1].micro == a.micro) {
 			PipeOp b = pair[++i];
 			for (int h = 0; h < 2; h++) {
 				o[n] = a, o[n++].micro = 2 * a.micro + h;
@@ -194,6 +218,14 @@ static bool
 deferred(const Graph *g, int sliced, StepKind what, int k)
 {
 	return g->slice > 0 && k % 2 == 0 && (what == STEP_BWD || k / 2 >= sliced);
+}
+
+/* The time of one half of a paired step on stage s: half the pair's (the
+ * pair's sends leave with its second half). */
+static double
+paired(const PipeStage *st, double t, double coll)
+{
+	return pipe_subpipe_stage(t - coll, coll, st->ncoll) / 2;
 }
 
 /* A stage's memory with its last j of nsub modules kept (the others re-run
@@ -384,17 +416,21 @@ build_stage(Graph *g, int s, int kind, bool recompute, int keep_from, int sliced
 	for (int i = 0; i < n; i++) {
 		int k = o[i].micro;
 		StepKind what = o[i].backward ? STEP_BWD : o[i].recompute ? STEP_RECOMPUTE : STEP_FWD;
-		if (what != STEP_RECOMPUTE)
-			for (TensorId t = 0; t < g->ntensors; t++)
-				if (recv[t] == (int)what) {
-					int ps = 0;
-					producer_step(g, t, &ps);
-					add(&b, (SchedStep){STEP_RECV, k, t, ps, IR_NONE});
-				}
-		add(&b, (SchedStep){what, k, IR_NONE, -1, IR_NONE});
+		/* -subpipeline: the first half of a pair, the second next */
+		bool pair = g->subpipe && k % 2 == 0 && i + 1 < n && o[i + 1].micro == k + 1 &&
+		    o[i + 1].backward == o[i].backward && o[i + 1].recompute == o[i].recompute;
+		if (what != STEP_RECOMPUTE && !(g->subpipe && k % 2)) /* a pair's: before it */
+			for (int m = k; m <= k + pair; m++)
+				for (TensorId t = 0; t < g->ntensors; t++)
+					if (recv[t] == (int)what) {
+						int ps = 0;
+						producer_step(g, t, &ps);
+						add(&b, (SchedStep){STEP_RECV, m, t, ps, IR_NONE});
+					}
+		add(&b, (SchedStep){what, k, IR_NONE, -1, IR_NONE, pair});
 		if (what == STEP_RECOMPUTE)
 			continue;
-		if (deferred(g, sliced, what, k)) {
+		if (deferred(g, sliced, what, k) || pair) {
 			held[what] = k;
 			continue;
 		}
@@ -501,6 +537,10 @@ sched_simulate(Graph *g, PipeSim *out)
 	for (int s = 0; s < K; s++) {
 		f[s] = g->stages[s].fwd;
 		bw[s] = g->stages[s].bwd;
+		if (g->subpipe) { /* every forward and backward is half of a pair */
+			f[s] = paired(&g->stages[s], f[s], g->stages[s].fwd_coll);
+			bw[s] = paired(&g->stages[s], bw[s], g->stages[s].bwd_coll);
+		}
 		/* a recompute re-runs the subgraphs before keep_from */
 		rf[s] = f[s];
 		const PipeStage *ps = &g->stages[s];
@@ -603,6 +643,11 @@ pass_schedule(Graph *g, PassCtx *cx)
 	else
 		build_all(g, kind, rec, keep, g->slice);
 	g->sched_time = sched_simulate(g, NULL);
+	if (g->subpipe) { /* what the pairs gain: their halves timed as plain micro-batches */
+		g->subpipe = false;
+		g->subpipe_none_time = sched_simulate(g, NULL);
+		g->subpipe = true;
+	}
 	free(rec);
 	free(keep);
 	return true;

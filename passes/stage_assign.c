@@ -310,8 +310,15 @@ pass_stage_assign(Graph *g, PassCtx *cx)
 		st->nsub = best[s + 1] - best[s];
 		st->fwd = sf[s];
 		st->bwd = train ? sb[s] : 0;
-		for (int j = best[s]; j < best[s + 1]; j++)
+		for (int j = best[s]; j < best[s + 1]; j++) {
 			st->weight_bytes += wbytes[j];
+			/* the collectives' share (ring bytes, latency): -subpipeline */
+			for (int c = 1; c <= 2; c++) {
+				st->fwd_coll += S.fcoef[s * NCOMP + c] * S.item[j * NCOMP + c];
+				st->bwd_coll += train ? S.bcoef[s * NCOMP + c] * S.item[j * NCOMP + c] : 0;
+			}
+			st->ncoll += (int)S.item[j * NCOMP + 2];
+		}
 	}
 	for (NodeId n = 0; n < g->nnodes; n++) {
 		int s = 0;

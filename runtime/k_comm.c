@@ -277,6 +277,57 @@ start_async(taprt_ctx *cx, const taprt_node *n, const taprt_group *grp, bool mea
 	}
 }
 
+/* The node's tensors and group as AllReduce needs them: false (cx->error
+ * set) if not; else the element count of all tensors and their dtype. */
+static bool
+allreduce_ok(taprt_ctx *cx, const taprt_node *n, const taprt_group *grp, int64_t *ptotal,
+    int *pdtype)
+{
+	if (n->nin != n->nout || n->nin < 1) {
+		taprt_fail(cx, "node '%s' (AllReduce): %d inputs and %d outputs, expected as many of each",
+		    n->name, n->nin, n->nout);
+		return false;
+	}
+	int64_t total = 0;
+	int dtype = -1;
+	for (int i = 0; i < n->nin; i++) {
+		const taprt_tensor *x = n->in[i];
+		taprt_tensor *y = n->out[i];
+		if (!x || !y || x->dtype != y->dtype) {
+			taprt_fail(cx, "node '%s' (AllReduce): input and output %d differ", n->name, i);
+			return false;
+		}
+		if (x->numel != y->numel) {
+			char a[160], b[160];
+			shape_str(a, sizeof a, x);
+			shape_str(b, sizeof b, y);
+			taprt_fail(cx, "node '%s' (AllReduce): output %d %s is not the input's shape %s",
+			    n->name, i, b, a);
+			return false;
+		}
+		if (dtype >= 0 && x->dtype != dtype) {
+			taprt_fail(cx, "node '%s' (AllReduce): a bucket of mixed dtypes", n->name);
+			return false;
+		}
+		dtype = x->dtype;
+		if (dtype != TAPRT_F32 && dtype != TAPRT_F64 && dtype != TAPRT_I32 && dtype != TAPRT_I64) {
+			taprt_bad_dtype(cx, n, "AllReduce", dtype);
+			return false;
+		}
+		total += y->numel;
+	}
+	if (grp == &cx->tp_group && !group_ok(cx, n, "AllReduce", true))
+		return false;
+	if (grp->size > 1 && (!cx->be || !cx->comm)) {
+		taprt_fail(cx, "node '%s' (AllReduce): a group of %d ranks but no communication backend",
+		    n->name, grp->size);
+		return false;
+	}
+	*ptotal = total;
+	*pdtype = dtype;
+	return true;
+}
+
 /*
  * AllReduce(x1..xn) -> (y1..yn): each y the sum (mean=1: the mean) of its x
  * over the group.  Several tensors are one bucket: packed into a scratch
@@ -289,46 +340,10 @@ taprt_op_AllReduce(taprt_ctx *cx, const taprt_node *n)
 {
 	const taprt_group *grp = group_of(cx, n);
 	bool mean = taprt_attr_int(n, "mean", 0) != 0;
-	if (n->nin != n->nout || n->nin < 1) {
-		taprt_fail(cx, "node '%s' (AllReduce): %d inputs and %d outputs, expected as many of each",
-		    n->name, n->nin, n->nout);
+	int64_t total;
+	int dtype;
+	if (!allreduce_ok(cx, n, grp, &total, &dtype))
 		return;
-	}
-	int64_t total = 0;
-	int dtype = -1;
-	for (int i = 0; i < n->nin; i++) {
-		const taprt_tensor *x = n->in[i];
-		taprt_tensor *y = n->out[i];
-		if (!x || !y || x->dtype != y->dtype) {
-			taprt_fail(cx, "node '%s' (AllReduce): input and output %d differ", n->name, i);
-			return;
-		}
-		if (x->numel != y->numel) {
-			char a[160], b[160];
-			shape_str(a, sizeof a, x);
-			shape_str(b, sizeof b, y);
-			taprt_fail(cx, "node '%s' (AllReduce): output %d %s is not the input's shape %s",
-			    n->name, i, b, a);
-			return;
-		}
-		if (dtype >= 0 && x->dtype != dtype) {
-			taprt_fail(cx, "node '%s' (AllReduce): a bucket of mixed dtypes", n->name);
-			return;
-		}
-		dtype = x->dtype;
-		if (dtype != TAPRT_F32 && dtype != TAPRT_F64 && dtype != TAPRT_I32 && dtype != TAPRT_I64) {
-			taprt_bad_dtype(cx, n, "AllReduce", dtype);
-			return;
-		}
-		total += y->numel;
-	}
-	if (grp == &cx->tp_group && !group_ok(cx, n, "AllReduce", true))
-		return;
-	if (grp->size > 1 && (!cx->be || !cx->comm)) {
-		taprt_fail(cx, "node '%s' (AllReduce): a group of %d ranks but no communication backend",
-		    n->name, grp->size);
-		return;
-	}
 	if (grp->size > 1 && total > 0 && taprt_attr_int(n, "async", 0) && cx->be->iallreduce) {
 		start_async(cx, n, grp, mean);
 		return;
@@ -363,6 +378,51 @@ taprt_op_AllReduce(taprt_ctx *cx, const taprt_node *n)
 		memcpy(n->out[i]->data, (char *)buf + at, n->out[i]->numel * es);
 		at += n->out[i]->numel * es;
 	}
+}
+
+/*
+ * Sub-pipelined TMP's all-reduce of one tensor, in two calls: start copies
+ * the input to the output and starts the backend's all-reduce on it in
+ * place; wait completes it.  Whatever cannot be started (a bucket, a mean,
+ * a group of one, a backend without iallreduce) runs whole in start and
+ * leaves *req NULL, so wait has nothing to do.
+ */
+int
+taprt_allreduce_start(taprt_ctx *cx, const taprt_node *n, taprt_request **req)
+{
+	const taprt_group *grp = group_of(cx, n);
+	int64_t total;
+	int dtype;
+	*req = NULL;
+	if (!allreduce_ok(cx, n, grp, &total, &dtype))
+		return -1;
+	if (n->nin != 1 || grp->size < 2 || total == 0 || taprt_attr_int(n, "mean", 0) ||
+	    taprt_attr_int(n, "async", 0) || !cx->be->iallreduce) {
+		taprt_op_AllReduce(cx, n);
+		return cx->error[0] ? -1 : 0;
+	}
+	taprt_tensor *y = n->out[0];
+	move(y->data, n->in[0]->data, total * taprt_dtype_size(dtype));
+	int rc = cx->be->iallreduce(cx->comm, grp, y->data, total, dtype, TAPRT_SUM, req);
+	if (rc != 0) {
+		*req = NULL;
+		return taprt_fail(cx, "node '%s' (AllReduce): %s iallreduce over a TP group of %d "
+		    "failed: %s (%d)", n->name, cx->be->name, grp->size, cx->be->strerror(rc), rc);
+	}
+	return 0;
+}
+
+int
+taprt_allreduce_wait(taprt_ctx *cx, taprt_request **req)
+{
+	if (!*req)
+		return 0;
+	int rc = cx->be->wait(cx->comm, *req);
+	*req = NULL;
+	if (rc != 0)
+		return taprt_fail(cx, "a started TP all-reduce failed: %s (%d)", cx->be->strerror(rc),
+		    rc);
+	return 0;
 }
 
 void

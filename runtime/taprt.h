@@ -346,6 +346,15 @@ int taprt_recv(taprt_ctx *cx, taprt_tensor *t, int peer, int tag);
 int taprt_comm_progress(taprt_ctx *cx);
 int taprt_comm_wait(taprt_ctx *cx);
 
+/* Sub-pipelined TMP (-subpipeline): a TP AllReduce node of one tensor
+ * started (the input copied to the output, which is reduced in place until
+ * the wait) and completed by the wait; *req is the handle (NULL when start
+ * ran it whole: no backend iallreduce, a group of one).  The generated
+ * code starts one half's all-reduce, runs the other half's nodes, then
+ * waits.  0, or -1 with cx->error set. */
+int taprt_allreduce_start(taprt_ctx *cx, const taprt_node *n, taprt_request **req);
+int taprt_allreduce_wait(taprt_ctx *cx, taprt_request **req);
+
 /* Load weights for a rank from the mapped files (called by init). */
 int taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp);
 

@@ -139,7 +139,10 @@ fi
 # schedule for both optimizers); AdamW at 2x4 (dp 2, tp 2, pp 2, 2
 # micro-batches); SGD at 1x4 -pp=4 with -recompute=auto, and -recompute=all.
 # AutoPipe's slicer (-slice: each micro-batch as two halves): SGD at 1x4
-# -pp=4, AdamW at 1x2 -pp=2 with -recompute=all.
+# -pp=4, AdamW at 1x2 -pp=2 with -recompute=all.  Merak's sub-pipelined TMP
+# (-subpipeline: the halves take turns at every TP all-reduce): SGD at 1x2
+# -tp=2; AdamW at 2x4 (dp 2, tp 2, pp 2) for GPT, at 1x4 (tp 2, pp 2) with
+# -recompute=all for BERT.
 schedules="gpipe 1f1b merak"
 turn=0
 pipe_plans() { # this model's pipeline plans for $opt
@@ -152,10 +155,15 @@ pipe_plans() { # this model's pipeline plans for $opt
 	fi
 	case $opt in
 	adamw) echo "-mesh,2x4,-dp=2,-tp=2,-pp=2,-microbatches=2"
-	       echo "-mesh,1x2,-pp=2,-microbatches=2,-slice,-recompute=all" ;;
+	       echo "-mesh,1x2,-pp=2,-microbatches=2,-slice,-recompute=all"
+	       case $name in
+	       gpt_untied) echo "-mesh,2x4,-dp=2,-tp=2,-pp=2,-microbatches=1,-subpipeline" ;;
+	       bert) echo "-mesh,1x4,-tp=2,-pp=2,-microbatches=2,-subpipeline,-recompute=all" ;;
+	       esac ;;
 	sgd) echo "-mesh,1x4,-pp=4,-microbatches=4,-recompute=auto"
 	     echo "-mesh,1x2,-pp=2,-microbatches=4,-schedule=1f1b,-recompute=all"
-	     echo "-mesh,1x4,-pp=4,-microbatches=2,-slice" ;;
+	     echo "-mesh,1x4,-pp=4,-microbatches=2,-slice"
+	     echo "-mesh,1x2,-tp=2,-subpipeline" ;;
 	esac
 }
 
@@ -171,6 +179,8 @@ for dir in test/train/*/; do
 			run_train "$name" "$opt" "-mesh,2x2,-dp=2,-tp=2" 4
 			[ "$name" = gpt_untied ] &&
 			    run_train "$name" "$opt" "-mesh,2x2,-dp=2,-pp=2,-microbatches=2,-schedule=1f1b" 4
+			[ "$name" = gpt_untied ] && [ $opt = sgd ] &&
+			    run_train "$name" "$opt" "-mesh,1x2,-tp=2,-subpipeline" 2
 		fi
 	done
 done
@@ -326,6 +336,33 @@ sed "s/^  loss .*/  loss $w/" "$tmp/train.ir" >"$tmp/bad.ir"
 expect_err "an IR file's loss that is a weight" "expected one computed f32 or f64 value" \
     "$TAPC" "$tmp/bad.ir" -model=$d/model.onnx -emit=ir
 
+# -subpipeline's program runs the pairs interleaved: run() calls the paired
+# steps, whose parts start a TP all-reduce and wait for it a part later;
+# the IR header says subpipeline=1, and the reader checks it
+d=test/train/gpt_untied
+if "$TAPC" $d/model.onnx -train $(cat $d/sgd/args) -batch=4 -mesh 1x2 -tp=2 -subpipeline \
+    -o "$tmp/sub" 2>"$tmp/err" &&
+    grep -q '^	if (fwd2(cx, 0))' "$tmp/sub/stage0.c" &&
+    grep -q '^	if (bwd2(cx, 0, true))' "$tmp/sub/stage0.c" &&
+    [ "$(grep -c 'taprt_allreduce_start(cx' "$tmp/sub/stage0.c")" -ge 4 ] &&
+    [ "$(grep -c 'taprt_allreduce_wait(cx' "$tmp/sub/stage0.c")" -ge 4 ]; then
+	pass "-subpipeline: run() steps pairs of halves, parts split at started TP all-reduces"
+else
+	fail "-subpipeline's program: $(head -3 "$tmp/err")"
+fi
+if "$TAPC" $d/model.onnx -train $(cat $d/sgd/args) -batch=4 -mesh 1x2 -tp=2 -subpipeline \
+    -emit=ir -o "$tmp/sub.ir" 2>"$tmp/err" &&
+    head -1 "$tmp/sub.ir" | grep -q ' microbatches=2 subpipeline=1$'; then
+	pass "a sub-pipelined IR dump's header: microbatches= counts halves, subpipeline=1"
+else
+	fail "sub-pipelined IR dump: $(head -1 "$tmp/sub.ir") $(head -3 "$tmp/err")"
+fi
+sed '1s/microbatches=2/microbatches=3/' "$tmp/sub.ir" >"$tmp/bad.ir"
+expect_err "an IR file's subpipeline=1 with an odd microbatches=" \
+    "subpipeline=1: expected with tp > 1, an even microbatches=" \
+    "$TAPC" "$tmp/bad.ir" -model=$d/model.onnx -emit=ir
+rm -rf "$tmp/sub"
+
 # usage errors, one line each
 m=test/train/mlp/model.onnx
 expect_err "-schedule=zb" "expected gpipe, 1f1b or merak" "$TAPC" $m -train -schedule=zb -emit=ir
@@ -338,4 +375,9 @@ expect_err "-slice with micro-batches of 1 row" "micro-batches of an odd number 
     "$TAPC" $m -train -batch=4 -mesh 1x2 -pp=2 -microbatches=4 -slice -emit=ir
 expect_err "-slice where the plan has no pipeline" "the plan chosen has no pipeline" \
     "$TAPC" $m -train -batch=4 -mesh 1x2 -dp=2 -slice -emit=ir
+expect_err "-subpipeline -tp=1" "there are none at tp 1" "$TAPC" $m -train -subpipeline -tp=1 -emit=ir
+expect_err "-subpipeline -slice" "both run each micro-batch as two halves" \
+    "$TAPC" $m -train -batch=4 -mesh 1x4 -tp=2 -pp=2 -subpipeline -slice -emit=ir
+expect_err "-subpipeline where the plan has no TP" "the plan chosen has no tensor parallelism" \
+    "$TAPC" $m -train -batch=4 -mesh 1x2 -dp=2 -subpipeline -emit=ir
 finish

@@ -774,6 +774,37 @@ schedule_slice_gpt(void)
 	ir_free(g);
 }
 
+/*
+ * Merak's sub-pipelined TMP (§5.3): pipe_subpipe_stage against the paper's
+ * closed forms for K layers of two blocks alike, each ending with its
+ * all-reduce (T_m, T_a a layer's forward compute and communication):
+ *   forward  1/4 T_m + (K - 1/4) max{T_m, T_a} + 1/4 T_a
+ *   backward 1/2 T_m + (K - 1/4) max{2 T_m, T_a} + 1/4 T_a
+ * (a half's block computes a quarter of the layer's forward, half of its
+ * backward, and all-reduces a quarter of its bytes); and pipe_subpipe_time
+ * on uneven blocks against a timeline worked by hand.
+ */
+static void
+subpipe_paper_formula(void)
+{
+	static const double tm[] = {1, 2, 1, 3}, ta[] = {2, 1, 1, 0.5};
+	for (int K = 1; K <= 4; K++)
+		for (int i = 0; i < 4; i++) {
+			double m = tm[i], a = ta[i];
+			double fp = m / 4 + (K - 0.25) * fmax(m, a) + a / 4;
+			double bp = m / 2 + (K - 0.25) * fmax(2 * m, a) + a / 4;
+			CU_ASSERT_DOUBLE_EQUAL(pipe_subpipe_stage(K * m / 2, K * a / 2, 2 * K), fp, 1e-12);
+			CU_ASSERT_DOUBLE_EQUAL(pipe_subpipe_stage(K * m, K * a / 2, 2 * K), bp, 1e-12);
+			/* never slower than the halves one after the other */
+			CU_ASSERT_TRUE(fp <= 2 * (K * m / 2 + K * a / 2) + 1e-12);
+		}
+	/* A 0-1 (A computes), B 1-2, A's all-reduce 1-3, B's 3-5; A 3-6, B 6-9,
+	 * A's 6-7, B's 9-10: the pair ends at 10 (14 one half after the other) */
+	double c[] = {1, 3, 0}, a[] = {2, 1};
+	CU_ASSERT_DOUBLE_EQUAL(pipe_subpipe_time(c, a, 2), 10, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(pipe_subpipe_stage(5, 1, 0), 12, 1e-12); /* nothing to overlap */
+}
+
 void
 suite_pipeline(CU_pSuite s)
 {
@@ -785,6 +816,7 @@ suite_pipeline(CU_pSuite s)
 	ADD(s, sim_merak_head);
 	ADD(s, sim_release_by_hand);
 	ADD(s, schedule_slice_gpt);
+	ADD(s, subpipe_paper_formula);
 	ADD(s, svg_chart);
 	ADD(s, dp_matches_brute_force);
 	ADD(s, dp_stages_brute_force);
