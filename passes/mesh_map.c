@@ -777,39 +777,32 @@ pass_mesh_map(Graph *g, PassCtx *cx)
 	free(rule);
 	apply(&m, &rec->chosen);
 	int64_t mbs = rec->chosen.mbs;
-	if (!planned && cx->slice) {
-		if (g->mesh.pp < 2) {
+	/* AutoPipe's slicer and Merak's sub-pipelined TMP: every micro-batch a
+	 * pair of halves (the schedule pass decides which pairs' forwards are
+	 * sliced, or interleaves each pair at its TP all-reduces) */
+	if (!planned && (cx->slice || cx->subpipeline)) {
+		const char *opt = cx->slice ? "-slice" : "-subpipeline";
+		if (cx->slice && g->mesh.pp < 2) {
 			diag_file(g->model, "-slice: the plan chosen has no pipeline (%s); -pp=N forces "
 			    "one", g->degree_rule);
 			goto fail;
 		}
-		/* AutoPipe's slicer: every micro-batch a pair of halves; the
-		 * schedule pass decides which pairs' forwards are sliced */
-		if (g->microbatches > IR_MAX_DEVICES / 2) {
-			diag_error("-slice: %d micro-batches make %d halves, more than %d",
-			    g->microbatches, 2 * g->microbatches, IR_MAX_DEVICES);
-			goto fail;
-		}
-		mbs /= 2;
-		g->microbatches *= 2;
-		g->slice = 1;
-	}
-	if (!planned && cx->subpipeline) {
-		if (g->mesh.tp < 2) {
+		if (cx->subpipeline && g->mesh.tp < 2) {
 			diag_file(g->model, "-subpipeline: the plan chosen has no tensor parallelism "
 			    "(%s); -tp=N forces it", g->degree_rule);
 			goto fail;
 		}
-		/* Merak's sub-pipelined TMP: every micro-batch a pair of halves
-		 * that the schedule interleaves */
 		if (g->microbatches > IR_MAX_DEVICES / 2) {
-			diag_error("-subpipeline: %d micro-batches make %d halves, more than %d",
+			diag_error("%s: %d micro-batches make %d halves, more than %d", opt,
 			    g->microbatches, 2 * g->microbatches, IR_MAX_DEVICES);
 			goto fail;
 		}
 		mbs /= 2;
 		g->microbatches *= 2;
-		g->subpipe = true;
+		if (cx->slice) /* check_forced refuses the two together */
+			g->slice = 1;
+		else
+			g->subpipe = true;
 	}
 	if (!planned && mbs != m.B && !respecialize(g, &bp, m.B, mbs))
 		goto fail;
