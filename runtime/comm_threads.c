@@ -527,6 +527,22 @@ share(int64_t count, int esz, int size, int me, int64_t *off, int64_t *n)
 	*n = hi - lo;
 }
 
+/* An all-reduce's work for member me of size published buffers: its share
+ * of count elements reduced in group order into every member's dst. */
+static void
+reduce_share(const Pub *pub, int size, int me, int64_t count, int dtype, int op)
+{
+	int esz = taprt_dtype_size(dtype);
+	int64_t off, n;
+	share(count, esz, size, me, &off, &n);
+	if (n > 0) {
+		void *dsts[size];
+		for (int r = 0; r < size; r++)
+			dsts[r] = (char *)pub[r].dst + off * esz;
+		reduce_into(taprt_reducer_for(dtype, op), esz, pub, size, off, n, dsts, size);
+	}
+}
+
 static int
 threads_allreduce(taprt_comm *c, const taprt_group *g, void *buf, int64_t count,
     int dtype, int op)
@@ -536,15 +552,7 @@ threads_allreduce(taprt_comm *c, const taprt_group *g, void *buf, int64_t count,
 	int rc = enter(c, g, K_ALLREDUCE, buf, buf, count, dtype, op, &s, &me);
 	if (rc || s->size == 1)
 		return rc;
-	int esz = taprt_dtype_size(dtype);
-	int64_t off, n;
-	share(count, esz, s->size, me, &off, &n);
-	if (n > 0) {
-		void *dsts[s->size];
-		for (int r = 0; r < s->size; r++)
-			dsts[r] = (char *)s->pub[r].dst + off * esz;
-		reduce_into(taprt_reducer_for(dtype, op), esz, s->pub, s->size, off, n, dsts, s->size);
-	}
+	reduce_share(s->pub, s->size, me, count, dtype, op);
 	return barrier(c->w, s);
 }
 
@@ -614,16 +622,8 @@ advance(taprt_request *q)
 			if (a->pub[i].count != me->count || a->pub[i].dtype != me->dtype ||
 			    a->pub[i].op != me->op)
 				q->status = ERR_MISMATCH;
-		int esz = taprt_dtype_size(me->dtype);
-		int64_t off, cnt;
-		share(me->count, esz, s->size, q->me, &off, &cnt);
-		if (!q->status && cnt > 0) {
-			void *dsts[s->size];
-			for (int r = 0; r < s->size; r++)
-				dsts[r] = (char *)a->pub[r].dst + off * esz;
-			reduce_into(taprt_reducer_for(me->dtype, me->op), esz, a->pub, s->size, off, cnt,
-			    dsts, s->size);
-		}
+		if (!q->status)
+			reduce_share(a->pub, s->size, q->me, me->count, me->dtype, me->op);
 		q->state = R_REDUCED;
 		if (atomic_fetch_add(&a->reduced, 1) == n - 1)
 			wake(s);
