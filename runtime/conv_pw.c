@@ -212,10 +212,18 @@ pw_variant(int *nb)
 #endif /* PW_X86 */
 
 /*
- * One image and group: w[M][C], x[C][P], y[M][P] (z likewise).  Work items
- * are blocks of nb pixels (the last one of fewer whole vectors) x chunks
- * of 48 filters, in parallel, and the last P % vw columns x the same
- * chunks.
+ * One image and group: w[M][C], x[C][P], y[M][P] (z likewise).  The
+ * filters are cut into nmc chunks of at most 48 (on threads equal but for
+ * the last: 64 filters are 32 + 32, not 48 + 16; alone 48 + 16, whole
+ * tiles of 6), a chunk's pixels into P / vw vectors and, when P is not a
+ * whole number of vectors, a tail of the last P % vw columns.  Counting
+ * the tail as one vector, each thread of the team takes one contiguous
+ * share of the chunk-major sequence of units (within one unit of equal)
+ * and runs it in blocks of up to nb pixels.  Chunk-major: a thread writes
+ * whole channels, as the depthwise convolution that reads them splits;
+ * equal shares of units rather than whole blocks: at 28x28 (12 blocks and
+ * a vector) or 7x7 (three vectors and a tail per chunk) whole blocks or a
+ * tail per work item left one thread a third more to do.
  */
 int
 taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float *z, float *y,
@@ -234,35 +242,48 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 	}
 	if (!rows)
 		return 0;
-	const int vw = nb / (nb == 64 ? 4 : 2);
-	const int64_t MC = 48, nmc = (M + MC - 1) / MC;
-	const int64_t nfull = P / nb, nvr = P % nb / vw, tail = P % vw;
-	const int64_t npb = nfull + (nvr > 0);  /* blocks of whole vectors */
+	const int vw = nb / (nb == 64 ? 4 : 2), bv = nb / vw;     /* vectors per block */
+	const bool par = TAPRT_PAR(M * C * P / 8) && taprt_team_size() > 1;
+	const int64_t nmc = (M + 47) / 48, MC = par ? (M + nmc - 1) / nmc : 48;
+	const int64_t nvec = P / vw, tail = P % vw, per = nvec + (tail > 0);
+	const int64_t units = nmc * per;
 	const bool tile_epi = act_in_tile(act);
-	#pragma omp parallel for if (TAPRT_PAR(M * C * P / 8) && npb * nmc > 1) schedule(static)
-	for (int64_t it = 0; it < (npb + (tail > 0)) * nmc; it++) {
-		int64_t pb = it / nmc, m0 = it % nmc * MC, m1 = m0 + MC < M ? m0 + MC : M;
-		if (pb < npb) {
-			int nv = pb < nfull ? nb / vw : (int)nvr;
-			int64_t p0 = pb * nb, np = (int64_t)nv * vw;
-			rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, act, tile_epi, m0,
-			    m1, nv);
-			if (!tile_epi)
-				for (int64_t m = m0; m < m1; m++)
-					taprt_epilogue_f32(y + m * P + p0, np, 0,
-					    z ? z + m * P + p0 : NULL, act);
-			continue;
-		}
-		/* the last P % vw columns, too few for a vector: the GEMM
-		 * library's (gemv for one), then the epilogue element-wise */
-		int64_t p0 = P - tail;
-		taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0, P, 0.0f,
-		    y + m0 * P + p0, P);
-		for (int64_t m = m0; m < m1; m++)
-			for (int64_t j = 0; j < tail; j++) {
-				float *v = y + m * P + p0 + j;
-				*v = act1(*v + (bias ? bias[m] : 0) + (z ? z[m * P + p0 + j] : 0), act);
+	#pragma omp parallel if (par && units > 1)
+	{
+		int id, T = taprt_team(&id);
+		int64_t u = units * id / T, uend = units * (id + 1) / T;
+		while (u < uend) {
+			const int64_t mc = u / per, m0 = mc * MC, m1 = m0 + MC < M ? m0 + MC : M;
+			const int64_t v1 = uend - mc * per < per ? uend - mc * per : per;
+			int64_t v = u % per;
+			for (; v < v1 && v < nvec;) {
+				int nv = (int)((v1 < nvec ? v1 : nvec) - v);
+				nv = nv < bv ? nv : bv;
+				const int64_t p0 = v * vw, np = (int64_t)nv * vw;
+				rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, act, tile_epi,
+				    m0, m1, nv);
+				if (!tile_epi)
+					for (int64_t m = m0; m < m1; m++)
+						taprt_epilogue_f32(y + m * P + p0, np, 0,
+						    z ? z + m * P + p0 : NULL, act);
+				v += nv;
 			}
+			if (v < v1) {
+				/* the last P % vw columns, too few for a vector: the
+				 * GEMM library's (gemv for one), then the epilogue
+				 * element-wise */
+				const int64_t p0 = P - tail;
+				taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0,
+				    P, 0.0f, y + m0 * P + p0, P);
+				for (int64_t m = m0; m < m1; m++)
+					for (int64_t j = 0; j < tail; j++) {
+						float *o = y + m * P + p0 + j;
+						*o = act1(*o + (bias ? bias[m] : 0) +
+						    (z ? z[m * P + p0 + j] : 0), act);
+					}
+			}
+			u = mc * per + v1;
+		}
 	}
 	return 1;
 #else

@@ -10,6 +10,10 @@
 
 #include "runtime/taprt.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 /* Record an error message in cx (first one wins) and return -1. */
 static inline int
 taprt_fail(taprt_ctx *cx, const char *fmt, ...)
@@ -99,6 +103,21 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
 #define TAPRT_PAR_MIN 32768
 extern int64_t taprt_par_min;
 #define TAPRT_PAR(work) ((int64_t)(work) >= taprt_par_min)
+
+/* Inside `#pragma omp parallel`: the team's size, and this thread's number
+ * in *id (1 and 0 outside a team, or built without OpenMP).  For kernels
+ * that cut their work into one contiguous share per thread themselves. */
+static inline int
+taprt_team(int *id)
+{
+#ifdef _OPENMP
+	*id = omp_get_thread_num();
+	return omp_get_num_threads();
+#else
+	*id = 0;
+	return 1;
+#endif
+}
 
 /* A TensorProto file's contents (pbio.c). */
 typedef struct {

@@ -751,51 +751,72 @@ pad_channel(const float *x, const geom *g, const dplan *d, float *planes, int64_
 		memcpy(src, other, sizeof other);
 }
 
+/* The taps' offsets, from channel 0's plane (the same in every plane),
+ * and zeros in the slack after the last plane. */
 static void
-direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
-    int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act,
-    bool par)
+direct_taps(const geom *g, const dplan *d, float *planes, int64_t Cg, const float **src,
+    int64_t *off)
 {
-	const int64_t KH = g->k[1], KW = g->k[2], KK = KH * KW, P = g->osz;
-	const int64_t lenr = direct_lenr(d);
-	float *planes = buf, *acc = buf + Cg * d->plane + 64;
-	int64_t off[64];
-	const float *src[4];
-	/* the taps' offsets, from channel 0's plane: the same in every plane.
-	 * Without par the loops run outside OpenMP: a region, even one its if
-	 * clause makes serial, is a libgomp team, and nested in the caller's
-	 * per-image loop each costs futex calls (a fifth of a small CNN's time
-	 * at batch 4) */
-	if (par) {
-		#pragma omp parallel for schedule(static)
-		for (int64_t c = 0; c < Cg; c++)
-			pad_channel(x, g, d, planes, c, src);
-	} else {
-		for (int64_t c = 0; c < Cg; c++)
-			pad_channel(x, g, d, planes, c, src);
-	}
+	const int64_t KH = g->k[1], KW = g->k[2];
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++)
 			off[kh * KW + kw] = tap_src(src, g, d, kh, kw) - planes;
 	for (int64_t i = Cg * d->plane; i < Cg * d->plane + 64; i++)
 		planes[i] = 0;
-	/* one image's group alone (an RGB input's first convolution): the
-	 * rank's threads take a share of the positions each */
-	if (par) {
-		int64_t chunk = (lenr / 8 + 15) & ~(int64_t)15;
-		#pragma omp parallel for schedule(dynamic)
-		for (int64_t i0 = 0; i0 < lenr; i0 += chunk)
-			direct_kernel_f32(planes + i0, d->plane, off, KK, w, Cg, Mg, acc + i0,
-			    lenr - i0 < chunk ? lenr - i0 : chunk, lenr);
-		#pragma omp parallel for schedule(static)
-		for (int64_t m = 0; m < Mg; m++)
-			unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P,
-			    bias ? bias[m] : 0, z ? z + m * P : NULL, act);
-	} else {
+}
+
+/*
+ * With par (one image's group alone: an RGB input's first convolution)
+ * the rank's threads pad a share of the channels, then each computes the
+ * positions of one contiguous band of output rows for every filter and
+ * writes those rows out: the rows it computed (but for up to 15 positions
+ * at a band's edge), and the rows the next kernel's thread of the same
+ * number reads when it splits by rows too (the depthwise convolution
+ * does).  One team for the three steps.  Without par the loops run outside
+ * OpenMP: a region, even one its if clause makes serial, is a libgomp
+ * team, and nested in the caller's per-image loop each costs futex calls
+ * (a fifth of a small CNN's time at batch 4).
+ */
+static void
+direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
+    int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act,
+    bool par)
+{
+	const int64_t KK = g->k[1] * g->k[2], P = g->osz, OH = g->out[1], OW = g->out[2];
+	const int64_t lenr = direct_lenr(d);
+	float *planes = buf, *acc = buf + Cg * d->plane + 64;
+	int64_t off[64];
+	const float *src[4];
+	if (!par) {
+		for (int64_t c = 0; c < Cg; c++)
+			pad_channel(x, g, d, planes, c, src);
+		direct_taps(g, d, planes, Cg, src, off);
 		direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr, lenr);
 		for (int64_t m = 0; m < Mg; m++)
-			unpad_f32(acc + m * lenr, d->pitch, g->out[1], g->out[2], y + m * P,
-			    bias ? bias[m] : 0, z ? z + m * P : NULL, act);
+			unpad_f32(acc + m * lenr, d->pitch, OH, OW, y + m * P, bias ? bias[m] : 0,
+			    z ? z + m * P : NULL, act);
+		return;
+	}
+	#pragma omp parallel
+	{
+		int id, T = taprt_team(&id);
+		#pragma omp for schedule(static)
+		for (int64_t c = 0; c < Cg; c++)
+			pad_channel(x, g, d, planes, c, src);
+		#pragma omp single
+		direct_taps(g, d, planes, Cg, src, off);
+		/* positions [i0, i1): whole blocks of 16 from this band's first row */
+		const int64_t oh0 = OH * id / T, oh1 = OH * (id + 1) / T;
+		const int64_t i0 = oh0 * d->pitch & ~(int64_t)15;
+		const int64_t i1 = id + 1 == T ? lenr : oh1 * d->pitch & ~(int64_t)15;
+		if (i1 > i0)
+			direct_kernel_f32(planes + i0, d->plane, off, KK, w, Cg, Mg, acc + i0,
+			    i1 - i0, lenr);
+		#pragma omp barrier
+		for (int64_t m = 0; m < Mg && oh1 > oh0; m++)
+			unpad_f32(acc + m * lenr + oh0 * d->pitch, d->pitch, oh1 - oh0, OW,
+			    y + m * P + oh0 * OW, bias ? bias[m] : 0,
+			    z ? z + m * P + oh0 * OW : NULL, act);
 	}
 }
 

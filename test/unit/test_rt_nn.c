@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/internal.h"
 #include "runtime/taprt.h"
 #include "test/unit/rt_util.h"
 #include "test/unit/util.h"
@@ -639,7 +640,7 @@ case2d(int64_t n, int64_t c, int64_t m, int64_t g, int64_t h, int64_t w, int64_t
  * a residual, and two images.
  */
 static void
-test_conv_depthwise(void)
+conv_depthwise_cases(void)
 {
 	static const float clip[] = {-0.5f, 1.5f}, hsig[] = {0.2f, 0.5f}, leaky[] = {0.1f};
 	convcase cs[] = {
@@ -678,7 +679,7 @@ test_conv_depthwise(void)
  * TAPRT_PW_KERNEL=avx2 runs the AVX2 variant on an AVX-512 CPU.
  */
 static void
-test_conv_pointwise(void)
+conv_pointwise_cases(void)
 {
 	static const float clip[] = {0.0f, 6.0f}, hsig[] = {1.0f / 6, 0.5f}, leaky[] = {0.01f};
 	convcase cs[] = {
@@ -702,6 +703,53 @@ test_conv_pointwise(void)
 	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
 	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, true));
 	CU_ASSERT(fused_check(&p, "Gelu", NULL, 0, true));
+}
+
+static void
+test_conv_depthwise(void)
+{
+	conv_depthwise_cases();
+}
+
+static void
+test_conv_pointwise(void)
+{
+	conv_pointwise_cases();
+}
+
+/*
+ * The same kernels split across 2 and 3 threads from the smallest work up
+ * (TAPRT_PAR_MIN 1): the depthwise blocks' rows and the pointwise units
+ * cut into one contiguous share per thread (a share may begin or end
+ * inside a block, a row band or a chunk's tail), and the direct
+ * convolution of one image's group (an RGB input's first layer: channels
+ * padded by the team, a band of rows each, stride 1 and 2, bands not
+ * multiples of the 16-position blocks).
+ */
+static void
+test_conv_threads(void)
+{
+#ifdef _OPENMP
+	int64_t saved = taprt_par_min;
+	int nt = omp_get_max_threads();
+	convcase direct[] = {
+		case2d(1, 3, 16, 1, 30, 29, 3, 3, 2, 1, 1, 1, 1, 1),
+		case2d(1, 3, 8, 1, 17, 23, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 4, 6, 1, 9, 40, 5, 5, 1, 1, 2, 2, 2, 2),
+	};
+	taprt_par_min = 1;
+	for (int t = 2; t <= 3; t++) {
+		omp_set_num_threads(t);
+		conv_depthwise_cases();
+		conv_pointwise_cases();
+		for (int i = 0; i < (int)NELEM(direct); i++) {
+			CU_ASSERT(fused_check(&direct[i], "", NULL, 0, false));
+			CU_ASSERT(fused_check(&direct[i], "HardSwish", NULL, 0, true));
+		}
+	}
+	omp_set_num_threads(nt);
+	taprt_par_min = saved;
+#endif
 }
 
 /* -------------------------------------------------------------- pools */
@@ -887,6 +935,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_oracle);
 	ADD(s, test_conv_depthwise);
 	ADD(s, test_conv_pointwise);
+	ADD(s, test_conv_threads);
 	ADD(s, test_maxpool);
 	ADD(s, test_avgpool);
 	ADD(s, test_global_pools);
