@@ -303,6 +303,8 @@ put_parts(Emitter *e, int stage, StepKind what, int *np)
 	Graph *g = e->g;
 	StepKind kind = what == STEP_RECOMPUTE ? STEP_FWD : what;
 	NodeId *split = malloc(sizeof *split * (g->nnodes + 1));
+	if (!split)
+		die("out of memory");
 	int ns = 0;
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (!g->nodes[n].dead && emit_stage(g, n) == stage && sched_node_step(g, n) == kind &&
@@ -359,6 +361,8 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 
 	/* tensors, in %N order, with their types and shapes */
 	TensorId *byn = malloc(sizeof *byn * (ntensors + 1));
+	if (!byn)
+		die("out of memory");
 	for (int i = 0; i < ntensors; i++)
 		byn[i] = IR_NONE;
 	for (TensorId t = 0; t < g->ntensors; t++)

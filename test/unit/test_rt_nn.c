@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "runtime/internal.h"
-#include "runtime/taprt.h"
 #include "test/unit/rt_util.h"
 #include "test/unit/util.h"
 
