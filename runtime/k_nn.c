@@ -587,55 +587,85 @@ direct_ok(const geom *g)
 	    (g->st[1] == 1 || g->st[1] == 2) && g->st[2] == g->st[1];
 }
 
-/* Pad plane x into buf (dplan's plane floats); src[0] (stride 1) or
- * src[0..3] (stride 2, phase (a, b) at a * 2 + b: the padded plane's rows
- * a, a+2, ... and columns b, b+2, ...) get the planes taps read.  The
- * rows stay loops, not memcpy/memset calls: they are 8 to 113 floats, and
- * the calls cost more than the copies (a quarter of an 8x8 Conv's time). */
+/* Rows [r0, r1) of plane x padded into buf (dplan's plane floats): one
+ * plane (stride 1), or four phase planes (stride 2), phase (a, b) at
+ * (a * 2 + b) * hq * wq holding the padded plane's rows a, a+2, ... and
+ * columns b, b+2, ...; a row range is the same range of each phase plane.
+ * A stride-2 row fills both column phases in one pass over the input
+ * row.  The rows stay loops, not memcpy/memset calls: they are 8 to 113
+ * floats, and the calls cost more than the copies (a quarter of an 8x8
+ * Conv's time). */
 TAPRT_CLONES __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void
-pad_plane_f32(const float *restrict x, const geom *g, const dplan *d, float *restrict buf,
-    const float **src)
+pad_rows_f32(const float *restrict x, const geom *g, const dplan *d, float *restrict buf,
+    int64_t r0, int64_t r1)
 {
 	const int64_t IH = g->in[1], IW = g->in[2], PH = g->pb[1], PW = g->pb[2];
-	const int s = (int)g->st[1];
-	const int64_t rows = s == 1 ? d->hp : d->hq, cols = s == 1 ? d->wp : d->wq;
-	for (int a = 0; a < s; a++)
-		for (int b = 0; b < s; b++) {
-			float *restrict q = buf + (a * s + b) * rows * cols;
-			src[a * s + b] = q;
-			/* column c reads input column s*c + b - PW: inside for c in [c0, c1) */
-			int64_t c0 = (PW - b + s - 1) / s, c1 = (IW + PW - b + s - 1) / s;
-			c0 = c0 < 0 ? 0 : c0 > cols ? cols : c0;
-			c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
-			for (int64_t r = 0; r < rows; r++) {
-				float *restrict row = q + r * cols;
-				int64_t ih = s * r + a - PH;
-				if (ih < 0 || ih >= IH) {
-					for (int64_t c = 0; c < cols; c++)
-						row[c] = 0;
-					continue;
-				}
-				const float *restrict xr = x + ih * IW + b - PW;
-				for (int64_t c = 0; c < c0; c++)
+	if (g->st[1] == 1) {
+		const int64_t cols = d->wp;
+		/* column c reads input column c - PW: inside for c in [c0, c1) */
+		int64_t c0 = PW < cols ? PW : cols, c1 = IW + PW;
+		c1 = c1 < c0 ? c0 : c1 > cols ? cols : c1;
+		for (int64_t r = r0; r < r1; r++) {
+			float *restrict row = buf + r * cols;
+			int64_t ih = r - PH, c = 0;
+			if (ih >= 0 && ih < IH) {
+				const float *restrict xr = x + ih * IW;
+				for (; c < c0; c++)
 					row[c] = 0;
-				if (s == 1)
-					for (int64_t c = c0; c < c1; c++)
-						row[c] = xr[c];
-				else
-					for (int64_t c = c0; c < c1; c++)
-						row[c] = xr[2 * c];
-				for (int64_t c = c1; c < cols; c++)
-					row[c] = 0;
+				for (; c < c1; c++)
+					row[c] = xr[c - PW];
+			}
+			for (; c < cols; c++)
+				row[c] = 0;
+		}
+		return;
+	}
+	const int64_t rows = d->hq, cols = d->wq;
+	/* phase b's column c reads input column 2c + b - PW: inside for c in
+	 * [lo[b], hi[b]); both inside for c in [m0, m1) */
+	int64_t lo[2], hi[2];
+	for (int b = 0; b < 2; b++) {
+		lo[b] = (PW - b + 1) / 2;
+		lo[b] = lo[b] < 0 ? 0 : lo[b] > cols ? cols : lo[b];
+		hi[b] = (IW + PW - b + 1) / 2;
+		hi[b] = hi[b] < lo[b] ? lo[b] : hi[b] > cols ? cols : hi[b];
+	}
+	int64_t m0 = lo[0] > lo[1] ? lo[0] : lo[1], m1 = hi[0] < hi[1] ? hi[0] : hi[1];
+	m1 = m1 < m0 ? m0 : m1;
+	for (int a = 0; a < 2; a++)
+		for (int64_t r = r0; r < r1; r++) {
+			float *restrict p0 = buf + (2 * a * rows + r) * cols;
+			float *restrict p1 = p0 + rows * cols;
+			int64_t ih = 2 * r + a - PH;
+			if (ih < 0 || ih >= IH) {
+				for (int64_t c = 0; c < cols; c++)
+					p0[c] = p1[c] = 0;
+				continue;
+			}
+			const float *restrict xr = x + ih * IW;
+			int64_t c = 0;
+			for (; c < m0; c++) {
+				p0[c] = c >= lo[0] && c < hi[0] ? xr[2 * c - PW] : 0;
+				p1[c] = c >= lo[1] && c < hi[1] ? xr[2 * c + 1 - PW] : 0;
+			}
+			for (; c < m1; c++) {
+				p0[c] = xr[2 * c - PW];
+				p1[c] = xr[2 * c + 1 - PW];
+			}
+			for (; c < cols; c++) {
+				p0[c] = c >= lo[0] && c < hi[0] ? xr[2 * c - PW] : 0;
+				p1[c] = c >= lo[1] && c < hi[1] ? xr[2 * c + 1 - PW] : 0;
 			}
 		}
 }
 
-/* The run tap (kh, kw) reads from the padded planes. */
-static inline const float *
-tap_src(const float **src, const geom *g, const dplan *d, int64_t kh, int64_t kw)
+/* The run tap (kh, kw) reads from the padded planes (channel 0's; the
+ * offsets are the same in every plane). */
+static inline int64_t
+tap_off(const geom *g, const dplan *d, int64_t kh, int64_t kw)
 {
-	return g->st[1] == 1 ? src[0] + kh * d->pitch + kw :
-	    src[(kh & 1) * 2 + (kw & 1)] + (kh >> 1) * d->pitch + (kw >> 1);
+	return g->st[1] == 1 ? kh * d->pitch + kw :
+	    ((kh & 1) * 2 + (kw & 1)) * d->hq * d->wq + (kh >> 1) * d->pitch + (kw >> 1);
 }
 
 /* y's plane from acc: the valid columns, with bias, residual, activation,
@@ -739,43 +769,45 @@ direct_buf_floats(const dplan *d, int64_t Cg, int64_t Mg)
 	return Cg * d->plane + 64 + Mg * direct_lenr(d) + 16;
 }
 
-/* Channel c's plane of x padded into planes; channel 0's also gives the
- * taps' sources (src[4]). */
-static inline void
-pad_channel(const float *x, const geom *g, const dplan *d, float *planes, int64_t c,
-    const float **src)
+/* Rows [r0, r1) of every channel's padded planes (pad_rows_f32). */
+static void
+pad_channels(const float *x, const geom *g, const dplan *d, float *planes, int64_t Cg,
+    int64_t r0, int64_t r1)
 {
-	const float *other[4];
-	pad_plane_f32(x + c * g->isz, g, d, planes + c * d->plane, other);
-	if (c == 0)
-		memcpy(src, other, sizeof other);
+	for (int64_t c = 0; c < Cg; c++)
+		pad_rows_f32(x + c * g->isz, g, d, planes + c * d->plane, r0, r1);
 }
 
-/* The taps' offsets, from channel 0's plane (the same in every plane),
- * and zeros in the slack after the last plane. */
+/* The taps' offsets into a padded plane. */
 static void
-direct_taps(const geom *g, const dplan *d, float *planes, int64_t Cg, const float **src,
-    int64_t *off)
+direct_taps(const geom *g, const dplan *d, int64_t *off)
 {
-	const int64_t KH = g->k[1], KW = g->k[2];
-	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++)
-			off[kh * KW + kw] = tap_src(src, g, d, kh, kw) - planes;
+	for (int64_t kh = 0; kh < g->k[1]; kh++)
+		for (int64_t kw = 0; kw < g->k[2]; kw++)
+			off[kh * g->k[2] + kw] = tap_off(g, d, kh, kw);
+}
+
+/* Zeros in the slack after the last plane (the rounded-up blocks read it). */
+static void
+direct_slack(const dplan *d, float *planes, int64_t Cg)
+{
 	for (int64_t i = Cg * d->plane; i < Cg * d->plane + 64; i++)
 		planes[i] = 0;
 }
 
 /*
  * With par (one image's group alone: an RGB input's first convolution)
- * the rank's threads pad a share of the channels, then each computes the
- * positions of one contiguous band of output rows for every filter and
- * writes those rows out: the rows it computed (but for up to 15 positions
- * at a band's edge), and the rows the next kernel's thread of the same
- * number reads when it splits by rows too (the depthwise convolution
- * does).  One team for the three steps.  Without par the loops run outside
- * OpenMP: a region, even one its if clause makes serial, is a libgomp
- * team, and nested in the caller's per-image loop each costs futex calls
- * (a fifth of a small CNN's time at batch 4).
+ * the rank's threads pad an equal band of every channel's rows (a plane
+ * per thread would leave one of two threads idle a third of the time on
+ * three channels), then each computes the positions of one contiguous
+ * band of output rows for every filter and writes those rows out: the
+ * rows it computed (but for up to 15 positions at a band's edge), and the
+ * rows the next kernel's thread of the same number reads when it splits
+ * by rows too (the depthwise convolution does).  One team for the three
+ * steps.  Without par the loops run outside OpenMP: a region, even one
+ * its if clause makes serial, is a libgomp team, and nested in the
+ * caller's per-image loop each costs futex calls (a fifth of a small
+ * CNN's time at batch 4).
  */
 static void
 direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
@@ -783,14 +815,13 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
     bool par)
 {
 	const int64_t KK = g->k[1] * g->k[2], P = g->osz, OH = g->out[1], OW = g->out[2];
-	const int64_t lenr = direct_lenr(d);
+	const int64_t lenr = direct_lenr(d), rows = g->st[1] == 1 ? d->hp : d->hq;
 	float *planes = buf, *acc = buf + Cg * d->plane + 64;
 	int64_t off[64];
-	const float *src[4];
+	direct_taps(g, d, off);
 	if (!par) {
-		for (int64_t c = 0; c < Cg; c++)
-			pad_channel(x, g, d, planes, c, src);
-		direct_taps(g, d, planes, Cg, src, off);
+		pad_channels(x, g, d, planes, Cg, 0, rows);
+		direct_slack(d, planes, Cg);
 		direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr, lenr);
 		for (int64_t m = 0; m < Mg; m++)
 			unpad_f32(acc + m * lenr, d->pitch, OH, OW, y + m * P, bias ? bias[m] : 0,
@@ -800,11 +831,10 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 	#pragma omp parallel
 	{
 		int id, T = taprt_team(&id);
-		#pragma omp for schedule(static)
-		for (int64_t c = 0; c < Cg; c++)
-			pad_channel(x, g, d, planes, c, src);
-		#pragma omp single
-		direct_taps(g, d, planes, Cg, src, off);
+		pad_channels(x, g, d, planes, Cg, rows * id / T, rows * (id + 1) / T);
+		if (id == T - 1)
+			direct_slack(d, planes, Cg);
+		#pragma omp barrier
 		/* positions [i0, i1): whole blocks of 16 from this band's first row */
 		const int64_t oh0 = OH * id / T, oh1 = OH * (id + 1) / T;
 		const int64_t i0 = oh0 * d->pitch & ~(int64_t)15;

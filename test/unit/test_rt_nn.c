@@ -721,9 +721,10 @@ test_conv_pointwise(void)
  * (TAPRT_PAR_MIN 1): the depthwise blocks' rows and the pointwise units
  * cut into one contiguous share per thread (a share may begin or end
  * inside a block, a row band or a chunk's tail), and the direct
- * convolution of one image's group (an RGB input's first layer: channels
- * padded by the team, a band of rows each, stride 1 and 2, bands not
- * multiples of the 16-position blocks).
+ * convolution of one image's group (an RGB input's first layer: every
+ * channel's rows padded by the team, a band of rows each, stride 1 and 2,
+ * symmetric and asymmetric pads, bands not multiples of the 16-position
+ * blocks; with two images, each image's convolution on one thread).
  */
 static void
 test_conv_threads(void)
@@ -735,6 +736,9 @@ test_conv_threads(void)
 		case2d(1, 3, 16, 1, 30, 29, 3, 3, 2, 1, 1, 1, 1, 1),
 		case2d(1, 3, 8, 1, 17, 23, 3, 3, 1, 1, 1, 1, 1, 1),
 		case2d(1, 4, 6, 1, 9, 40, 5, 5, 1, 1, 2, 2, 2, 2),
+		case2d(1, 3, 9, 1, 21, 18, 3, 3, 2, 1, 0, 2, 2, 1),     /* asymmetric pads */
+		case2d(1, 2, 5, 1, 19, 33, 5, 5, 2, 1, 2, 3, 1, 2),
+		case2d(2, 3, 9, 1, 21, 18, 3, 3, 2, 1, 0, 2, 2, 1),     /* per image, serial */
 	};
 	taprt_par_min = 1;
 	for (int t = 2; t <= 3; t++) {
