@@ -77,6 +77,11 @@ ir_node_flops(Graph *g, NodeId id)
 		int64_t k = ir_attr_int(g, id, "transA", 0) ? a->dims[0] : a->dims[a->rank - 1];
 		return 2 * ir_numel(y) * k;
 	}
+	case OP_FusedSqueezeExcite: {
+		/* the mean and the scale over x, the two matrix-vector products */
+		Tensor *w = &g->tensors[n->in[1]];
+		return 2 * ir_numel(y) + 4 * ir_numel(w) * (a->rank ? a->dims[0] : 1);
+	}
 	case OP_Conv: case OP_FusedConv: {
 		Tensor *w = &g->tensors[n->in[1]];
 		int64_t k = 1;

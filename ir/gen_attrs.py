@@ -50,6 +50,7 @@ OWN = {
     "GatherGrad": [("axis", "INT", 1), ("shape", "INTS", 1)],
     "GatherElementsGrad": [("axis", "INT", 1), ("shape", "INTS", 1)],
     "SliceGrad": [("shape", "INTS", 1), ("starts", "INTS", 1), ("steps", "INTS", 1)],
+    "GradAccumulate": [],
     # the fused kernels (the fusion passes make them; docs/ops.md)
     "FusedConv": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0),
                   ("auto_pad", "STRING", 0), ("dilations", "INTS", 0), ("group", "INT", 0),
@@ -58,6 +59,8 @@ OWN = {
     "FusedLayerNorm": [("axis", "INT", 0), ("epsilon", "FLOAT", 0)],
     "FusedSoftmax": [("axis", "INT", 0), ("divide", "INT", 0), ("fill", "FLOAT", 0),
                      ("scale", "FLOAT", 0)],
+    "FusedSqueezeExcite": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0),
+                           ("gate", "STRING", 0), ("gate_params", "FLOATS", 0)],
 }
 
 # python3-onnx 1.12 knows opsets up to 17; tapc reads 18.  The operators

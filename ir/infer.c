@@ -326,6 +326,7 @@ static const struct {
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
 	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
+	[OP_FusedSqueezeExcite] = {4, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
@@ -1805,6 +1806,39 @@ infer_fused_softmax(Graph *g, NodeId n)
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
+/* FusedSqueezeExcite: X f32 [N, C, spatial...], W1 [R, C, 1...] and B1
+ * [R] (optional), W2 [C, R, 1...] and B2 [C] (optional); Y like X. */
+static bool
+infer_fused_se(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *w[2] = {in(g, n, 1), in(g, n, 3)};
+	Tensor *b[2] = {in(g, n, 2), in(g, n, 4)};
+	if (x->dtype != DT_F32 || x->rank < 3) {
+		diag_node(g, n, "input 0 is %s, expected f32 with channels and spatial dims", ts(x));
+		return false;
+	}
+	int64_t C = x->dims[1], R = w[0] && w[0]->rank >= 1 ? w[0]->dims[0] : 0;
+	for (int i = 0; i < 2; i++) {
+		int64_t o = i ? C : R, k = i ? R : C;
+		bool ok = w[i] && w[i]->dtype == DT_F32 && w[i]->rank == x->rank &&
+		    w[i]->dims[0] == o && w[i]->dims[1] == k;
+		for (int d = 2; ok && d < x->rank; d++)
+			ok = w[i]->dims[d] == 1;
+		if (!ok) {
+			diag_node(g, n, "input %d is %s, expected f32[%lld,%lld,1...]", 1 + 2 * i,
+			    w[i] ? ts(w[i]) : "absent", (long long)o, (long long)k);
+			return false;
+		}
+		if (b[i] && (b[i]->dtype != DT_F32 || b[i]->rank != 1 || b[i]->dims[0] != o)) {
+			diag_node(g, n, "input %d is %s, expected f32[%lld]", 2 + 2 * i, ts(b[i]),
+			    (long long)o);
+			return false;
+		}
+	}
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 static bool
 infer_softmax(Graph *g, NodeId n)
 {
@@ -2254,6 +2288,7 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_FusedMatMul: return infer_matmul(g, n) && fused_extra(g, n, 2, 3);
 	case OP_FusedLayerNorm: return infer_norm(g, n);
 	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
+	case OP_FusedSqueezeExcite: return infer_fused_se(g, n);
 	default:
 		break;
 	}

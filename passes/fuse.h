@@ -1,6 +1,6 @@
 /*
  * fuse.h - what the fusion passes share (fold_bn.c, fuse_conv.c,
- * fuse_matmul.c, fuse_norm.c, fuse_softmax.c).
+ * fuse_se.c, fuse_matmul.c, fuse_norm.c, fuse_softmax.c).
  *
  * The fusion passes run after planning, on the per-rank graph tp-rewrite
  * and stage-assign made, before the schedule pass lists its nodes: they

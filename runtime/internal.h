@@ -281,8 +281,11 @@ typedef struct {
 } taprt_act;
 
 /* The node's "activation" attributes (activation, activation_params); -1
- * after taprt_fail on an unknown name. */
+ * after taprt_fail on an unknown name.  taprt_act_named reads the pair
+ * `name`, `params` (FusedSqueezeExcite's gate, gate_params). */
 int taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a);
+int taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char *params,
+    taprt_act *a);
 
 /*
  * The runtime's convolution library (conv_dnnl.c): a 2-D f32 Conv,

@@ -469,8 +469,15 @@ FLOAT_TYPES(IM2COL)
 int
 taprt_act_get(taprt_ctx *cx, const taprt_node *n, taprt_act *a)
 {
-	const char *s = taprt_attr_str(n, "activation", "");
-	const taprt_attr *p = taprt_attr_get(n, "activation_params");
+	return taprt_act_named(cx, n, "activation", "activation_params", a);
+}
+
+int
+taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char *params,
+    taprt_act *a)
+{
+	const char *s = taprt_attr_str(n, name, "");
+	const taprt_attr *p = taprt_attr_get(n, params);
 	float p0 = p && p->n > 0 ? p->fs[0] : 0, p1 = p && p->n > 1 ? p->fs[1] : 0;
 	*a = (taprt_act){TAPRT_ACT_NONE, 0, 0};
 	if (!*s)

@@ -1,6 +1,6 @@
 #!/bin/sh
-# fuse.sh - the fusion passes (fold-bn, fuse-conv, fuse-matmul, fuse-norm,
-# fuse-softmax) against the unfused graph (tapc -O0).
+# fuse.sh - the fusion passes (fold-bn, fuse-conv, fuse-se, fuse-matmul,
+# fuse-norm, fuse-softmax) against the unfused graph (tapc -O0).
 #
 # Models: small graphs made by test/fuse/gen_models.py (python3-onnx) that
 # hold every pattern the passes fuse and one they must not (a BN whose Conv
@@ -69,6 +69,16 @@ unfused_env=TAPRT_NO_DNNL=1 tol="--rtol 1e-3 --atol 1e-4"
 compare bigconvs "$tmp/gen/bigconvs/model.onnx" "$tmp/gen/bigconvs/data"
 expect bigconvs "$tmp/bigconvs.ir" FusedConv 4
 unfused_env= tol=
+compare se "$tmp/gen/se/model.onnx" "$tmp/gen/se/data"
+expect se "$tmp/se.ir" FusedSqueezeExcite 2
+expect se "$tmp/se.ir" GlobalAveragePool 1
+# the kernel's team: three threads from the smallest work up
+if TAPRT_PAR_MIN=1 "$tmp/se-fused/model" --threads 3 --check "$tmp/se-ref" >"$tmp/out" 2>&1; then
+	pass "se: fused on 3 threads = unfused"
+else
+	fail "se: fused on 3 threads differs from unfused"
+	cat "$tmp/out"
+fi
 compare xformer "$tmp/gen/xformer/model.onnx" "$tmp/gen/xformer/data"
 expect xformer "$tmp/xformer.ir" FusedLayerNorm 2
 expect xformer "$tmp/xformer.ir" FusedSoftmax 3

@@ -15,6 +15,10 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
              because a second node reads its Conv's output; opset 14
     bigconvs convolutions big enough for oneDNN (3x3/1 Winograd, 3x3/2,
              1x1) with BN, residual, Relu, HardSwish, Clip; opset 14
+    se       squeeze-excite blocks: Relu and HardSigmoid FusedConvs with
+             Mul(x, e); plain 1x1 Convs (one without bias) with Mul(e, x);
+             one gated by a Sigmoid fuse-conv does not fuse (left alone);
+             20 channels (row blocks of 8 and a tail, dot tails), 2 images
     xformer  decomposed LayerNorm, MatMul+bias, MatMul+bias+erf GELU,
              MatMul+bias+residual, MatMul+Relu, attention scores scaled by
              Mul and masked by Where(-inf), scaled by Div with an additive
@@ -103,6 +107,31 @@ def bigconvs(d):
     return {'x': rng.normal(size=(2, 8, 48, 48)).astype(np.float32)}
 
 
+def se(d):
+    """Squeeze-and-excitation blocks (MobileNetV3's) for fuse-se."""
+    g = G()
+    f = np.float32
+
+    def block(x, c, r, acts, bias1=True, swap=False):
+        s = g.op('GlobalAveragePool', [x])
+        h = g.conv(s, c, r, 1, bias=bias1)
+        if acts[0]:
+            h = g.op(acts[0], [h])
+        e = g.conv(h, r, c, 1)
+        if acts[1]:
+            e = g.op(acts[1], [e])
+        return g.op('Mul', [e, x] if swap else [x, e])
+
+    x = g.op('HardSwish', [g.conv('x', 8, 20, 3)])
+    x = block(x, 20, 5, ('Relu', 'HardSigmoid'))
+    x = block(x, 20, 12, (None, None), bias1=False, swap=True)
+    x = block(x, 20, 5, ('Relu', 'Sigmoid'))                    # not fused
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 7, 9])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 7, 9])], 14)
+    return {'x': rng.normal(size=(2, 8, 7, 9)).astype(f)}
+
+
 def xformer(d):
     B, T, C, H = 2, 8, 16, 2
     g = G()
@@ -152,7 +181,8 @@ def xformer(d):
 
 def main():
     out = sys.argv[1]
-    for name, fn in [('convs', convs), ('bigconvs', bigconvs), ('xformer', xformer)]:
+    for name, fn in [('convs', convs), ('bigconvs', bigconvs), ('se', se),
+                     ('xformer', xformer)]:
         d = os.path.join(out, name)
         os.makedirs(os.path.join(d, 'data'), exist_ok=True)
         for i, (n, arr) in enumerate(fn(d).items()):
