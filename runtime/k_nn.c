@@ -762,18 +762,36 @@ direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *r
 	}
 }
 
-/* One image's group of a direct Conv: Mg filters over Cg channels; buf
- * holds direct_buf_floats(). */
+/* Output rows per chunk of a direct Conv: the chunk's accumulators (Mg
+ * rows of direct_lenc floats) stay in L2, about 128 KiB, until its rows
+ * are written out. */
 static int64_t
-direct_lenr(const dplan *d)
+direct_chunk_rows(const geom *g, const dplan *d, int64_t Mg)
 {
-	return (d->len + 15) & ~(int64_t)15;
+	int64_t r = 32768 / (Mg * d->pitch);
+	return r < 1 ? 1 : r > g->out[1] ? g->out[1] : r;
+}
+
+/* A chunk's positions: from up to 15 before its first row (whole blocks of
+ * 16) to its last row's end, rounded up to a block. */
+static int64_t
+direct_lenc(const geom *g, const dplan *d, int64_t Mg)
+{
+	return (direct_chunk_rows(g, d, Mg) * d->pitch + 15 + 15) & ~(int64_t)15;
+}
+
+/* Floats of one image's group's buffer: the padded planes, slack, and the
+ * chunk accumulators of nthr threads. */
+static int64_t
+direct_acc_at(const dplan *d, int64_t Cg)
+{
+	return (Cg * d->plane + 64 + 15) & ~(int64_t)15;
 }
 
 static int64_t
-direct_buf_floats(const dplan *d, int64_t Cg, int64_t Mg)
+direct_buf_floats(const geom *g, const dplan *d, int64_t Cg, int64_t Mg, int nthr)
 {
-	return Cg * d->plane + 64 + Mg * direct_lenr(d) + 16;
+	return direct_acc_at(d, Cg) + nthr * Mg * direct_lenc(g, d, Mg);
 }
 
 /* Rows [r0, r1) of every channel's padded planes (pad_rows_f32). */
@@ -802,37 +820,58 @@ direct_slack(const dplan *d, float *planes, int64_t Cg)
 		planes[i] = 0;
 }
 
+/* Output rows [oh0, oh1) of a direct Conv from the padded planes, a chunk
+ * of rows at a time: the chunk's positions for every filter into acc
+ * (direct_lenc floats per filter; a chunk starts at the block holding its
+ * first row, so up to 15 positions of the row before are computed twice),
+ * then its rows out with the epilogue while acc is in cache. */
+static void
+direct_rows(const float *planes, const int64_t *off, const float *w, const float *bias,
+    const float *z, float *y, int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *acc,
+    int64_t oh0, int64_t oh1, const taprt_act *act)
+{
+	const int64_t KK = g->k[1] * g->k[2], P = g->osz, OW = g->out[2], pitch = d->pitch;
+	const int64_t ch = direct_chunk_rows(g, d, Mg), lenc = direct_lenc(g, d, Mg);
+	for (int64_t oh = oh0; oh < oh1; oh += ch) {
+		int64_t ohe = oh + ch < oh1 ? oh + ch : oh1;
+		int64_t p0 = oh * pitch & ~(int64_t)15, p1 = (ohe - 1) * pitch + OW;
+		direct_kernel_f32(planes + p0, d->plane, off, KK, w, Cg, Mg, acc,
+		    (p1 - p0 + 15) & ~(int64_t)15, lenc);
+		for (int64_t m = 0; m < Mg; m++)
+			unpad_f32(acc + m * lenc + oh * pitch - p0, pitch, ohe - oh, OW,
+			    y + m * P + oh * OW, bias ? bias[m] : 0, z ? z + m * P + oh * OW : NULL,
+			    act);
+	}
+}
+
 /*
- * With par (one image's group alone: an RGB input's first convolution)
- * the rank's threads pad an equal band of every channel's rows (a plane
- * per thread would leave one of two threads idle a third of the time on
- * three channels), then each computes the positions of one contiguous
- * band of output rows for every filter and writes those rows out: the
- * rows it computed (but for up to 15 positions at a band's edge), and the
- * rows the next kernel's thread of the same number reads when it splits
- * by rows too (the depthwise convolution does).  One team for the three
- * steps.  Without par the loops run outside OpenMP: a region, even one
- * its if clause makes serial, is a libgomp team, and nested in the
- * caller's per-image loop each costs futex calls (a fifth of a small
- * CNN's time at batch 4).
+ * One image's group of a direct Conv: Mg filters over Cg channels; buf
+ * holds direct_buf_floats() for one thread, or for the team's
+ * omp_get_max_threads() with par.  With par (one image's group alone: an
+ * RGB input's first convolution) the rank's threads pad an equal band of
+ * every channel's rows (a plane per thread would leave one of two threads
+ * idle a third of the time on three channels), then each computes and
+ * writes out one contiguous band of output rows, chunk by chunk: the rows
+ * the next kernel's thread of the same number reads when it splits by
+ * rows too (the depthwise convolution does).  Without par the loops run
+ * outside OpenMP: a region, even one its if clause makes serial, is a
+ * libgomp team, and nested in the caller's per-image loop each costs futex
+ * calls (a fifth of a small CNN's time at batch 4).
  */
 static void
 direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
     int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act,
     bool par)
 {
-	const int64_t KK = g->k[1] * g->k[2], P = g->osz, OH = g->out[1], OW = g->out[2];
-	const int64_t lenr = direct_lenr(d), rows = g->st[1] == 1 ? d->hp : d->hq;
-	float *planes = buf, *acc = buf + Cg * d->plane + 64;
+	const int64_t OH = g->out[1], rows = g->st[1] == 1 ? d->hp : d->hq;
+	const int64_t accsz = Mg * direct_lenc(g, d, Mg);
+	float *planes = buf, *acc = buf + direct_acc_at(d, Cg);
 	int64_t off[64];
 	direct_taps(g, d, off);
 	if (!par) {
 		pad_channels(x, g, d, planes, Cg, 0, rows);
 		direct_slack(d, planes, Cg);
-		direct_kernel_f32(planes, d->plane, off, KK, w, Cg, Mg, acc, lenr, lenr);
-		for (int64_t m = 0; m < Mg; m++)
-			unpad_f32(acc + m * lenr, d->pitch, OH, OW, y + m * P, bias ? bias[m] : 0,
-			    z ? z + m * P : NULL, act);
+		direct_rows(planes, off, w, bias, z, y, Cg, Mg, g, d, acc, 0, OH, act);
 		return;
 	}
 	#pragma omp parallel
@@ -842,18 +881,8 @@ direct_group_f32(const float *x, const float *w, const float *bias, const float 
 		if (id == T - 1)
 			direct_slack(d, planes, Cg);
 		#pragma omp barrier
-		/* positions [i0, i1): whole blocks of 16 from this band's first row */
-		const int64_t oh0 = OH * id / T, oh1 = OH * (id + 1) / T;
-		const int64_t i0 = oh0 * d->pitch & ~(int64_t)15;
-		const int64_t i1 = id + 1 == T ? lenr : oh1 * d->pitch & ~(int64_t)15;
-		if (i1 > i0)
-			direct_kernel_f32(planes + i0, d->plane, off, KK, w, Cg, Mg, acc + i0,
-			    i1 - i0, lenr);
-		#pragma omp barrier
-		for (int64_t m = 0; m < Mg && oh1 > oh0; m++)
-			unpad_f32(acc + m * lenr + oh0 * d->pitch, d->pitch, oh1 - oh0, OW,
-			    y + m * P + oh0 * OW, bias ? bias[m] : 0,
-			    z ? z + m * P + oh0 * OW : NULL, act);
+		direct_rows(planes, off, w, bias, z, y, Cg, Mg, g, d, acc + id * accsz,
+		    OH * id / T, OH * (id + 1) / T, act);
 	}
 }
 
@@ -950,12 +979,14 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	 * image's first 3x3: MobileNetV3's 16 filters 100 us here, 126 on
 	 * oneDNN; ResNet's 64 7x7 ones stay faster there, 1.14 ms against 1.38) */
 	if (small) {
-		int64_t bytes = direct_buf_floats(&d, Cg, Mg) * (int64_t)sizeof(float);
+		int64_t bytes = direct_buf_floats(g, &d, Cg, Mg, 1) * (int64_t)sizeof(float);
 		if (N * G == 1) { /* the group's own loops in parallel (no nested team) */
-			float *buf = taprt_scratch(bytes);
+			bool par = TAPRT_PAR(M * P);
+			float *buf = taprt_scratch(par ? direct_buf_floats(g, &d, Cg, Mg,
+			    taprt_team_size()) * (int64_t)sizeof(float) : bytes);
 			if (!buf)
 				return -1;
-			direct_group_f32(x, w, bias, z, y, Cg, Mg, g, &d, buf, act, TAPRT_PAR(M * P));
+			direct_group_f32(x, w, bias, z, y, Cg, Mg, g, &d, buf, act, par);
 			return 0;
 		}
 		int failed = 0;

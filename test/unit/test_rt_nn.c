@@ -724,7 +724,9 @@ test_conv_pointwise(void)
  * convolution of one image's group (an RGB input's first layer: every
  * channel's rows padded by the team, a band of rows each, stride 1 and 2,
  * symmetric and asymmetric pads, bands not multiples of the 16-position
- * blocks; with two images, each image's convolution on one thread).
+ * blocks, bands of several chunks of rows (32 filters on 120 columns: 8
+ * rows a chunk); with two images, each image's convolution on one
+ * thread).
  */
 static void
 test_conv_threads(void)
@@ -739,6 +741,9 @@ test_conv_threads(void)
 		case2d(1, 3, 9, 1, 21, 18, 3, 3, 2, 1, 0, 2, 2, 1),     /* asymmetric pads */
 		case2d(1, 2, 5, 1, 19, 33, 5, 5, 2, 1, 2, 3, 1, 2),
 		case2d(2, 3, 9, 1, 21, 18, 3, 3, 2, 1, 0, 2, 2, 1),     /* per image, serial */
+		case2d(1, 3, 32, 1, 20, 120, 3, 3, 1, 1, 1, 1, 1, 1),   /* chunks of 8 rows */
+		case2d(1, 3, 32, 1, 40, 241, 3, 3, 2, 1, 1, 1, 1, 1),
+		case2d(2, 3, 32, 1, 20, 120, 3, 3, 1, 1, 1, 1, 1, 1),
 	};
 	taprt_par_min = 1;
 	for (int t = 2; t <= 3; t++) {
