@@ -846,8 +846,8 @@ direct_rows(const float *planes, const int64_t *off, const float *w, const float
 
 /*
  * One image's group of a direct Conv: Mg filters over Cg channels; buf
- * holds direct_buf_floats() for one thread, or for the team's
- * omp_get_max_threads() with par.  With par (one image's group alone: an
+ * holds direct_buf_floats() for one thread, or with par for the team a
+ * region started here gets (taprt_team_size()).  With par (one image's group alone: an
  * RGB input's first convolution) the rank's threads pad an equal band of
  * every channel's rows (a plane per thread would leave one of two threads
  * idle a third of the time on three channels), then each computes and
