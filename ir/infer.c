@@ -326,7 +326,7 @@ static const struct {
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
 	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
-	[OP_FusedSqueezeExcite] = {4, 5, 1, 1},
+	[OP_FusedSqueezeExcite] = {3, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
@@ -1781,6 +1781,23 @@ fused_extra(Graph *g, NodeId n, int b, int z)
 	return true;
 }
 
+/* A fused kernel's activation attribute `attr`: absent, or one the
+ * runtime's epilogues apply (taprt_act_named, runtime/k_nn.c). */
+static bool
+fused_act(Graph *g, NodeId n, const char *attr)
+{
+	static const char *const known[] = {
+		"", "Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Gelu",
+	};
+	const char *s = ir_attr_str(g, n, attr, "");
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (!strcmp(s, known[i]))
+			return true;
+	diag_node(g, n, "attribute '%s' is '%s', expected Relu, Clip, HardSigmoid, HardSwish,"
+	    " LeakyRelu or Gelu", attr, s);
+	return false;
+}
+
 /* FusedSoftmax: X f32 and a mask (f32 added, or bool selecting `fill`)
  * that broadcasts to X; the softmax runs along the last axis. */
 static bool
@@ -1806,13 +1823,13 @@ infer_fused_softmax(Graph *g, NodeId n)
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
-/* FusedSqueezeExcite: X f32 [N, C, spatial...], W1 [R, C, 1...] and B1
- * [R] (optional), W2 [C, R, 1...] and B2 [C] (optional); Y like X. */
+/* FusedSqueezeExcite: X f32 [N, C, spatial...], W1 [R, C, 1...], W2 [C, R,
+ * 1...], B1 [R] and B2 [C] (both optional); Y like X. */
 static bool
 infer_fused_se(Graph *g, NodeId n)
 {
-	Tensor *x = in(g, n, 0), *w[2] = {in(g, n, 1), in(g, n, 3)};
-	Tensor *b[2] = {in(g, n, 2), in(g, n, 4)};
+	Tensor *x = in(g, n, 0), *w[2] = {in(g, n, 1), in(g, n, 2)};
+	Tensor *b[2] = {in(g, n, 3), in(g, n, 4)};
 	if (x->dtype != DT_F32 || x->rank < 3) {
 		diag_node(g, n, "input 0 is %s, expected f32 with channels and spatial dims", ts(x));
 		return false;
@@ -1825,12 +1842,12 @@ infer_fused_se(Graph *g, NodeId n)
 		for (int d = 2; ok && d < x->rank; d++)
 			ok = w[i]->dims[d] == 1;
 		if (!ok) {
-			diag_node(g, n, "input %d is %s, expected f32[%lld,%lld,1...]", 1 + 2 * i,
+			diag_node(g, n, "input %d is %s, expected f32[%lld,%lld,1...]", 1 + i,
 			    w[i] ? ts(w[i]) : "absent", (long long)o, (long long)k);
 			return false;
 		}
 		if (b[i] && (b[i]->dtype != DT_F32 || b[i]->rank != 1 || b[i]->dims[0] != o)) {
-			diag_node(g, n, "input %d is %s, expected f32[%lld]", 2 + 2 * i, ts(b[i]),
+			diag_node(g, n, "input %d is %s, expected f32[%lld]", 3 + i, ts(b[i]),
 			    (long long)o);
 			return false;
 		}
@@ -2284,11 +2301,14 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_Div: case OP_Mod:
 		return infer_bcast(g, n) && ir_check_division(g, n);
 	case OP_If: return infer_if(g, n);
-	case OP_FusedConv: return infer_conv(g, n) && fused_extra(g, n, -1, 3);
-	case OP_FusedMatMul: return infer_matmul(g, n) && fused_extra(g, n, 2, 3);
+	case OP_FusedConv:
+		return infer_conv(g, n) && fused_extra(g, n, -1, 3) && fused_act(g, n, "activation");
+	case OP_FusedMatMul:
+		return infer_matmul(g, n) && fused_extra(g, n, 2, 3) && fused_act(g, n, "activation");
 	case OP_FusedLayerNorm: return infer_norm(g, n);
 	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
-	case OP_FusedSqueezeExcite: return infer_fused_se(g, n);
+	case OP_FusedSqueezeExcite:
+		return infer_fused_se(g, n) && fused_act(g, n, "activation") && fused_act(g, n, "gate");
 	default:
 		break;
 	}

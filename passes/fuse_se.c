@@ -12,7 +12,7 @@
  *   y = Mul(x, e) or Mul(e, x)
  *
  * (either convolution may be a plain Conv: no activation; neither may have
- * a residual or groups).  y = FusedSqueezeExcite(x, W1, B1, W2, B2)
+ * a residual or groups).  y = FusedSqueezeExcite(x, W1, W2, B1, B2)
  * {activation, activation_params: act's; gate, gate_params: gate's} at the
  * Mul.  The kernel (runtime/k_se.c) runs the four steps in one team of
  * threads instead of four kernels, three of them too small to split.
@@ -96,12 +96,13 @@ fuse_at(Graph *g, NodeId mul, int k)
 	if (!is_1x1(g, c1, s, C, &R) || !is_1x1(g, c2, h, R, &C2) || C2 != C)
 		return false;
 	Node *n1 = &g->nodes[c1], *n2 = &g->nodes[c2];
-	TensorId in[5] = {x, n1->in[1], n1->nin > 2 ? n1->in[2] : IR_NONE, n2->in[1],
+	/* the optional biases last: an absent B1 is an empty input 3 */
+	TensorId in[5] = {x, n1->in[1], n2->in[1], n1->nin > 2 ? n1->in[2] : IR_NONE,
 		n2->nin > 2 ? n2->in[2] : IR_NONE};
 	fuse_become(g, mul, OP_FusedSqueezeExcite, m->name);
 	copy_act(g, c1, mul, "activation", "activation_params");
 	copy_act(g, c2, mul, "gate", "gate_params");
-	fuse_set_inputs(g, mul, in[4] != IR_NONE ? 5 : 4, in);
+	fuse_set_inputs(g, mul, in[4] != IR_NONE ? 5 : in[3] != IR_NONE ? 4 : 3, in);
 	g->nodes[gap].dead = g->nodes[c1].dead = g->nodes[c2].dead = true;
 	return true;
 }

@@ -93,8 +93,8 @@ se_scale(const float *restrict x, int64_t sz, const float *restrict e, float *re
 void
 taprt_op_FusedSqueezeExcite(taprt_ctx *cx, const taprt_node *n)
 {
-	const taprt_tensor *x = n->in[0], *w1 = n->in[1], *w2 = n->in[3];
-	const taprt_tensor *b1 = taprt_input(n, 2), *b2 = taprt_input(n, 4);
+	const taprt_tensor *x = n->in[0], *w1 = n->in[1], *w2 = n->in[2];
+	const taprt_tensor *b1 = taprt_input(n, 3), *b2 = taprt_input(n, 4);
 	taprt_tensor *y = n->out[0];
 	taprt_act act, gate;
 	if (x->dtype != TAPRT_F32 || y->dtype != TAPRT_F32 || w1->dtype != TAPRT_F32 ||

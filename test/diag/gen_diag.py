@@ -806,6 +806,20 @@ def cases_hostile():
     ir_case("ir_forward_ref", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
             '  %1 = Relu %2 : f32[4]   # a\n  %2 = Neg %0 : f32[4]   # b\n  output %1 "y"\n',
             "node 'a' (Relu): input 0 is used before the node that defines it")
+    # tapc's fused operators in an IR file: shapes and activations checked
+    se = ('graph "g" model="m.onnx" opset=14\n  %0 = input "x" f32[1,8,3,3]\n'
+          '  %1 = input "w1" f32[2,8,1,1]\n  %2 = input "w2" f32[8,2,1,1]\n'
+          '  %3 = input "b1" f32[2]\n')
+    ir_case("ir_fused_se_shape", se + '  %4 = FusedSqueezeExcite %0, %1, %1, %3 : f32[1,8,3,3]'
+            '   # se\n  output %4 "y"\n',
+            "node 'se' (FusedSqueezeExcite): input 2 is f32[2,8,1,1], expected f32[8,2,1...]")
+    ir_case("ir_fused_se_bias", se + '  %4 = FusedSqueezeExcite %0, %1, %2, _, %3 : f32[1,8,3,3]'
+            '   # se\n  output %4 "y"\n',
+            "node 'se' (FusedSqueezeExcite): input 4 is f32[2], expected f32[8]")
+    ir_case("ir_fused_act", se + '  %4 = FusedSqueezeExcite %0, %1, %2, %3 {gate="Tanh"} :'
+            ' f32[1,8,3,3]   # se\n  output %4 "y"\n',
+            "node 'se' (FusedSqueezeExcite): attribute 'gate' is 'Tanh', expected Relu, Clip,"
+            " HardSigmoid, HardSwish, LeakyRelu or Gelu")
 
 
 def ok_model():
