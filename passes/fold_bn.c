@@ -129,14 +129,5 @@ bool
 pass_fold_bn(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
-		return true;
-	ir_reindex(g);
-	bool any = false;
-	for (NodeId n = 0; n < g->nnodes; n++)
-		if (!g->nodes[n].dead && g->nodes[n].op == OP_BatchNormalization)
-			any |= fold_one(g, n);
-	if (any)
-		ir_compact(g);
-	return true;
+	return fuse_each(g, OP_BatchNormalization, OP_BatchNormalization, fold_one);
 }

@@ -120,6 +120,30 @@ fuse_copy_attr(Graph *g, NodeId n, const Attr *a)
 	d->name = name;
 }
 
+/* The fusion passes' driver: on an inference graph (Graph.loss unset),
+ * try(g, n) at every live node n of op a or b, in order -- a fused node
+ * lands at its pattern's last node, later in the order, where the loop
+ * meets it again -- re-indexing the users after each fusion (try returned
+ * true) and compacting the graph at the end. */
+static inline bool
+fuse_each(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
+{
+	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
+		return true;
+	ir_reindex(g);
+	bool any = false;
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		Op op = g->nodes[n].op;
+		if (!g->nodes[n].dead && (op == a || op == b) && try(g, n)) {
+			any = true;
+			ir_reindex(g);
+		}
+	}
+	if (any)
+		ir_compact(g);
+	return true;
+}
+
 /* Node n as a fusable activation (fuse_conv.c): its name for the fused
  * kernels' `activation` and up to two `activation_params`. */
 bool fuse_epilogue_activation(Graph *g, NodeId n, const char **name, float *p, int *np);

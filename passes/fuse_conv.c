@@ -64,15 +64,15 @@ fuse_epilogue_activation(Graph *g, NodeId n, const char **name, float *p, int *n
 }
 
 /* Absorb the sole reader of conv node cv's output, if it fits; the fused
- * node is then that reader's.  Returns it, or IR_NONE. */
-static NodeId
+ * node is then that reader's. */
+static bool
 absorb(Graph *g, NodeId cv)
 {
 	Node *c = &g->nodes[cv];
 	TensorId y = c->out[0];
 	NodeId u = fuse_sole_user(g, y);
 	if (u == IR_NONE || !fuse_same_place(g, cv, u) || g->tensors[y].dtype != DT_F32)
-		return IR_NONE;
+		return false;
 	bool fused = c->op == OP_FusedConv;
 	bool has_act = fused && *ir_attr_str(g, cv, "activation", "");
 	TensorId in[4] = {c->in[0], c->in[1], c->nin > 2 ? c->in[2] : IR_NONE,
@@ -84,10 +84,10 @@ absorb(Graph *g, NodeId cv)
 	if (un->op == OP_Add && in[3] == IR_NONE && !has_act) {
 		TensorId z = un->in[0] == y ? un->in[1] : un->in[0];
 		if (z == y || !fuse_same_type(&g->tensors[z], &g->tensors[y]))
-			return IR_NONE;
+			return false;
 		in[3] = z;
 	} else if (has_act || !activation(g, u, &act, p, &np)) {
-		return IR_NONE;
+		return false;
 	}
 	/* the reader becomes the FusedConv: the Conv's attributes, inputs */
 	const Attr *attrs = c->attr;
@@ -107,29 +107,14 @@ absorb(Graph *g, NodeId cv)
 	int nin = in[3] != IR_NONE ? 4 : in[2] != IR_NONE ? 3 : 2;
 	fuse_set_inputs(g, u, nin, in);
 	g->nodes[cv].dead = true;
-	return u;
+	return true;
 }
 
 bool
 pass_fuse_conv(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
-		return true;
-	ir_reindex(g);
-	bool any = false;
-	for (NodeId n = 0; n < g->nnodes; n++) {
-		Op op = g->nodes[n].op;
-		if (g->nodes[n].dead || (op != OP_Conv && op != OP_FusedConv))
-			continue;
-		/* the fused node lands at the reader, later in the order, where
-		 * this loop meets it again and tries the next reader */
-		if (absorb(g, n) != IR_NONE) {
-			any = true;
-			ir_reindex(g);
-		}
-	}
-	if (any)
-		ir_compact(g);
-	return true;
+	/* a fused node lands at the reader, where the driver meets it again
+	 * and tries the next reader */
+	return fuse_each(g, OP_Conv, OP_FusedConv, absorb);
 }

@@ -116,14 +116,14 @@ is_bias(Graph *g, TensorId b, int64_t n)
 	    t->rank == 1 && t->dims[0] == n;
 }
 
-static NodeId
+static bool
 absorb(Graph *g, NodeId mm)
 {
 	Node *m = &g->nodes[mm];
 	TensorId y = m->out[0];
 	Tensor *yt = &g->tensors[y];
 	if (yt->dtype != DT_F32 || yt->rank < 1)
-		return IR_NONE;
+		return false;
 	Epi e;
 	epi_of(g, mm, &e);
 	NodeId to = IR_NONE, chain[4] = {IR_NONE, IR_NONE, IR_NONE, IR_NONE};
@@ -147,7 +147,7 @@ absorb(Graph *g, NodeId mm)
 		e.np = 0;
 	}
 	if (to == IR_NONE)
-		return IR_NONE;
+		return false;
 	fuse_become(g, to, OP_FusedMatMul, m->name);
 	if (e.act) {
 		ir_set_attr(g, to, "activation", ATTR_STRING)->s = ir_strdup(&g->arena, e.act);
@@ -164,27 +164,12 @@ absorb(Graph *g, NodeId mm)
 	for (int i = 0; i < 4; i++)
 		if (chain[i] != IR_NONE)
 			g->nodes[chain[i]].dead = true;
-	return to;
+	return true;
 }
 
 bool
 pass_fuse_matmul(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
-		return true;
-	ir_reindex(g);
-	bool any = false;
-	for (NodeId n = 0; n < g->nnodes; n++) {
-		Op op = g->nodes[n].op;
-		if (g->nodes[n].dead || (op != OP_MatMul && op != OP_FusedMatMul))
-			continue;
-		if (absorb(g, n) != IR_NONE) {
-			any = true;
-			ir_reindex(g);
-		}
-	}
-	if (any)
-		ir_compact(g);
-	return true;
+	return fuse_each(g, OP_MatMul, OP_FusedMatMul, absorb);
 }

@@ -124,16 +124,5 @@ bool
 pass_fuse_norm(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
-		return true;
-	ir_reindex(g);
-	bool any = false;
-	for (NodeId n = 0; n < g->nnodes; n++)
-		if (!g->nodes[n].dead && g->nodes[n].op == OP_ReduceMean && fuse_one(g, n)) {
-			any = true;
-			ir_reindex(g);
-		}
-	if (any)
-		ir_compact(g);
-	return true;
+	return fuse_each(g, OP_ReduceMean, OP_ReduceMean, fuse_one);
 }

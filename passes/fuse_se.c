@@ -67,6 +67,14 @@ copy_act(Graph *g, NodeId c, NodeId to, const char *name, const char *params)
 	}
 }
 
+/* The producer of t if it is a live Conv or FusedConv, else IR_NONE. */
+static NodeId
+conv_producer(const Graph *g, TensorId t)
+{
+	NodeId c = fuse_producer(g, t, OP_FusedConv);
+	return c != IR_NONE ? c : fuse_producer(g, t, OP_Conv);
+}
+
 /* The block ending at Mul node mul, with x its operand k. */
 static bool
 fuse_at(Graph *g, NodeId mul, int k)
@@ -76,15 +84,11 @@ fuse_at(Graph *g, NodeId mul, int k)
 	Tensor *xt = &g->tensors[x];
 	if (x == e || xt->rank < 3 || !fuse_same_type(xt, &g->tensors[y]))
 		return false;
-	NodeId c2 = fuse_producer(g, e, OP_FusedConv);
-	if (c2 == IR_NONE)
-		c2 = fuse_producer(g, e, OP_Conv);
+	NodeId c2 = conv_producer(g, e);
 	if (c2 == IR_NONE || fuse_sole_user(g, e) != mul || !fuse_same_place(g, c2, mul))
 		return false;
 	TensorId h = g->nodes[c2].in[0];
-	NodeId c1 = fuse_producer(g, h, OP_FusedConv);
-	if (c1 == IR_NONE)
-		c1 = fuse_producer(g, h, OP_Conv);
+	NodeId c1 = conv_producer(g, h);
 	if (c1 == IR_NONE || fuse_sole_user(g, h) != c2 || !fuse_same_place(g, c1, mul))
 		return false;
 	TensorId s = g->nodes[c1].in[0];
@@ -107,25 +111,18 @@ fuse_at(Graph *g, NodeId mul, int k)
 	return true;
 }
 
+/* A block ending at Mul node n, x either operand. */
+static bool
+fuse_one(Graph *g, NodeId n)
+{
+	Node *nd = &g->nodes[n];
+	return nd->nin == 2 && g->tensors[nd->out[0]].dtype == DT_F32 &&
+	    (fuse_at(g, n, 0) || fuse_at(g, n, 1));
+}
+
 bool
 pass_fuse_se(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
-		return true;
-	ir_reindex(g);
-	bool any = false;
-	for (NodeId n = 0; n < g->nnodes; n++) {
-		Node *nd = &g->nodes[n];
-		if (nd->dead || nd->op != OP_Mul || nd->nin != 2 ||
-		    g->tensors[nd->out[0]].dtype != DT_F32)
-			continue;
-		if (fuse_at(g, n, 0) || fuse_at(g, n, 1)) {
-			any = true;
-			ir_reindex(g);
-		}
-	}
-	if (any)
-		ir_compact(g);
-	return true;
+	return fuse_each(g, OP_Mul, OP_Mul, fuse_one);
 }
