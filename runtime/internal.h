@@ -280,6 +280,11 @@ typedef struct {
 	float a, b;                     /* Clip: min, max; HardSigmoid: alpha, beta; LeakyRelu: alpha */
 } taprt_act;
 
+/* y[p] = the mean of plane p of x (planes contiguous planes of sz floats),
+ * on the calling thread: GlobalAveragePool's loop, for FusedSqueezeExcite's
+ * team (k_se.c). */
+void taprt_means_f32(const float *x, float *y, int64_t planes, int64_t sz);
+
 /* The node's "activation" attributes (activation, activation_params); -1
  * after taprt_fail on an unknown name.  taprt_act_named reads the pair
  * `name`, `params` (FusedSqueezeExcite's gate, gate_params). */

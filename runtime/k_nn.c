@@ -1625,12 +1625,12 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 
 /* Global pools: one reduction over each contiguous [N, C] plane; the sum
  * in 16 running partial sums, so that it vectorizes (an in-order float
- * sum cannot be reordered by the compiler). */
+ * sum cannot be reordered by the compiler).  means_ on the calling thread,
+ * gavg_ a contiguous share of the planes per thread. */
 #define GLOBAL(E, T, s)                                                   \
 TAPRT_CLONES static void                                                  \
-gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
+means_##s(const T *x, T *y, int64_t planes, int64_t sz)                   \
 {                                                                         \
-	_Pragma("omp parallel for if (TAPRT_PAR(planes * sz)) schedule(static)") \
 	for (int64_t p = 0; p < planes; p++) {                            \
 		const T *xp = x + p * sz;                                 \
 		T part[16] = {0}, sum = 0;                                \
@@ -1643,6 +1643,16 @@ gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
 		for (; i < sz; i++)                                       \
 			sum += xp[i];                                     \
 		y[p] = sum / (T)sz;                                       \
+	}                                                                 \
+}                                                                         \
+static void                                                               \
+gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
+{                                                                         \
+	_Pragma("omp parallel if (TAPRT_PAR(planes * sz))")               \
+	{                                                                 \
+		int id, nt = taprt_team(&id);                             \
+		int64_t p0 = planes * id / nt, p1 = planes * (id + 1) / nt; \
+		means_##s(x + p0 * sz, y + p0, p1 - p0, sz);              \
 	}                                                                 \
 }                                                                         \
 static void                                                               \
@@ -1684,6 +1694,12 @@ global_pool(taprt_ctx *cx, const taprt_node *n, bool avg)
 		unsupported(cx, n, avg ? "GlobalAveragePool" : "GlobalMaxPool",
 		    y->dtype);
 	}
+}
+
+void
+taprt_means_f32(const float *x, float *y, int64_t planes, int64_t sz)
+{
+	means_f32(x, y, planes, sz);
 }
 
 void

@@ -8,7 +8,8 @@
  *   e = gate(W2 h + B2)                            [N, C]
  *   y = x * e, each channel's plane by its e
  *
- * Needs: internal.h (the fused activations, the scratch, taprt_team).
+ * Needs: internal.h (the fused activations, GlobalAveragePool's means,
+ * the scratch, taprt_team).
  *
  * Why one kernel: the four steps of MobileNetV3's blocks take 1 to 6 us
  * each, too little for a team of threads per step, so three of them ran
@@ -58,26 +59,6 @@ se_gemv(const float *restrict w, int64_t n, const float *restrict v, const float
 		se_rows(w, n, v, b, out, r0, 8);
 	if (r0 < r1)
 		se_rows(w, n, v, b, out, r0, (int)(r1 - r0));
-}
-
-/* s[c] = the mean of plane c of x, for c in [c0, c1): 16 partial sums, as
- * GlobalAveragePool's kernel. */
-TAPRT_CLONES static void
-se_means(const float *restrict x, int64_t sz, float *restrict s, int64_t c0, int64_t c1)
-{
-	for (int64_t c = c0; c < c1; c++) {
-		const float *restrict xp = x + c * sz;
-		float part[16] = {0}, sum = 0;
-		int64_t i = 0;
-		for (; i + 16 <= sz; i += 16)
-			for (int l = 0; l < 16; l++)
-				part[l] += xp[i + l];
-		for (int l = 0; l < 16; l++)
-			sum += part[l];
-		for (; i < sz; i++)
-			sum += xp[i];
-		s[c] = sum / (float)sz;
-	}
 }
 
 /* y's planes [c0, c1) = x's, each times its e[c]. */
@@ -139,7 +120,7 @@ taprt_op_FusedSqueezeExcite(taprt_ctx *cx, const taprt_node *n)
 			/* a thread's channels of s are its own until the next
 			 * image's first barrier: another reads them only in
 			 * between, for h */
-			se_means(xb, sz, s, c0, c1);
+			taprt_means_f32(xb + c0 * sz, s + c0, c1 - c0, sz);
 			#pragma omp barrier
 			se_gemv(W1, C, s, B1, h, r0, r1);
 			taprt_epilogue_f32(h + r0, r1 - r0, 0, NULL, &act);
