@@ -8,58 +8,22 @@
  *   e = gate(W2 h + B2)                            [N, C]
  *   y = x * e, each channel's plane by its e
  *
- * Needs: internal.h (the fused activations, GlobalAveragePool's means,
- * the scratch, taprt_team).
+ * Needs: internal.h (the fused activations and epilogues, GlobalAveragePool's
+ * means, taprt_sgemm, the scratch, taprt_team).
  *
  * Why one kernel: the four steps of MobileNetV3's blocks take 1 to 6 us
  * each, too little for a team of threads per step, so three of them ran
  * serial.  Here one team runs them all: each thread averages and later
  * scales one contiguous share of the channels and computes one share of
  * h's and e's rows (e's rows are its own channels, so the scale needs no
- * barrier), with two barriers per image instead of four joins.  The
- * matrix-vector products run 8 rows at a time, so that each loaded vector
- * of s or h feeds 8 independent multiply-add chains.
+ * barrier), with two barriers per image instead of four joins.  A
+ * thread's rows of the matrix-vector products are one call of the
+ * runtime's GEMM, which runs the library's sgemv on the calling thread
+ * inside a team.
  */
 #include <stdint.h>
 
 #include "runtime/internal.h"
-
-typedef float v16f __attribute__((vector_size(64), aligned(4)));
-
-/* out[r] = B[r] + sum_i W[r, i] v[i] for the mb (at most 8) rows from r0,
- * a constant mb where it is 8 so the row loop unrolls into registers. */
-static inline __attribute__((always_inline)) void
-se_rows(const float *restrict w, int64_t n, const float *restrict v, const float *restrict b,
-    float *restrict out, int64_t r0, int mb)
-{
-	v16f acc[8] = {{0}};
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		v16f x = *(const v16f *)(v + i);
-		for (int m = 0; m < mb; m++)
-			acc[m] += *(const v16f *)(w + (r0 + m) * n + i) * x;
-	}
-	for (int m = 0; m < mb; m++) {
-		float s = 0;
-		for (int l = 0; l < 16; l++)
-			s += acc[m][l];
-		for (int64_t j = i; j < n; j++)
-			s += w[(r0 + m) * n + j] * v[j];
-		out[r0 + m] = s + (b ? b[r0 + m] : 0);
-	}
-}
-
-/* fp-contract: the multiply-adds as fused ones (-std=c11 turns the
- * contraction off) */
-TAPRT_CLONES __attribute__((optimize("fp-contract=fast"))) static void
-se_gemv(const float *restrict w, int64_t n, const float *restrict v, const float *restrict b,
-    float *restrict out, int64_t r0, int64_t r1)
-{
-	for (; r0 + 8 <= r1; r0 += 8)
-		se_rows(w, n, v, b, out, r0, 8);
-	if (r0 < r1)
-		se_rows(w, n, v, b, out, r0, (int)(r1 - r0));
-}
 
 /* y's planes [c0, c1) = x's, each times its e[c]. */
 TAPRT_CLONES static void
@@ -122,11 +86,13 @@ taprt_op_FusedSqueezeExcite(taprt_ctx *cx, const taprt_node *n)
 			 * between, for h */
 			taprt_means_f32(xb + c0 * sz, s + c0, c1 - c0, sz);
 			#pragma omp barrier
-			se_gemv(W1, C, s, B1, h, r0, r1);
-			taprt_epilogue_f32(h + r0, r1 - r0, 0, NULL, &act);
+			taprt_sgemm(false, false, r1 - r0, 1, C, 1, W1 + r0 * C, C, s, 1, 0,
+			    h + r0, 1);
+			taprt_epilogue_vec_f32(h + r0, r1 - r0, B1 ? B1 + r0 : NULL, NULL, &act);
 			#pragma omp barrier
-			se_gemv(W2, R, h, B2, s, c0, c1);
-			taprt_epilogue_f32(s + c0, c1 - c0, 0, NULL, &gate);
+			taprt_sgemm(false, false, c1 - c0, 1, R, 1, W2 + c0 * R, R, h, 1, 0,
+			    s + c0, 1);
+			taprt_epilogue_vec_f32(s + c0, c1 - c0, B2 ? B2 + c0 : NULL, NULL, &gate);
 			se_scale(xb, sz, s, yd + b * C * sz, c0, c1);
 		}
 	}
