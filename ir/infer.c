@@ -1782,12 +1782,15 @@ fused_extra(Graph *g, NodeId n, int b, int z)
 }
 
 /* A fused kernel's activation attribute `attr`: absent, or one the
- * runtime's epilogues apply (taprt_act_named, runtime/k_nn.c). */
+ * runtime's epilogues apply (runtime/taprt_acts.def). */
 static bool
 fused_act(Graph *g, NodeId n, const char *attr)
 {
 	static const char *const known[] = {
-		"", "Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu", "Gelu",
+		"",
+#define ACT(NAME, KIND, D0, D1) #NAME,
+#include "runtime/taprt_acts.def"
+#undef ACT
 	};
 	const char *s = ir_attr_str(g, n, attr, "");
 	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)

@@ -478,27 +478,19 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 {
 	const char *s = taprt_attr_str(n, name, "");
 	const taprt_attr *p = taprt_attr_get(n, params);
-	float p0 = p && p->n > 0 ? p->fs[0] : 0, p1 = p && p->n > 1 ? p->fs[1] : 0;
 	*a = (taprt_act){TAPRT_ACT_NONE, 0, 0};
 	if (!*s)
 		return 0;
-	if (!strcmp(s, "Relu"))
-		a->kind = TAPRT_ACT_RELU;
-	else if (!strcmp(s, "Clip"))
-		*a = (taprt_act){TAPRT_ACT_CLIP, p && p->n > 0 ? p0 : -INFINITY,
-			p && p->n > 1 ? p1 : INFINITY};
-	else if (!strcmp(s, "HardSigmoid"))
-		*a = (taprt_act){TAPRT_ACT_HARDSIGMOID, p && p->n > 0 ? p0 : 0.2f,
-			p && p->n > 1 ? p1 : 0.5f};
-	else if (!strcmp(s, "HardSwish"))
-		a->kind = TAPRT_ACT_HARDSWISH;
-	else if (!strcmp(s, "LeakyRelu"))
-		*a = (taprt_act){TAPRT_ACT_LEAKYRELU, p && p->n > 0 ? p0 : 0.01f, 0};
-	else if (!strcmp(s, "Gelu"))
-		a->kind = TAPRT_ACT_GELU;
-	else
-		return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
-	return 0;
+	/* a kernel reads only its kind's params */
+#define ACT(NAME, KIND, D0, D1)                                           \
+	if (!strcmp(s, #NAME)) {                                          \
+		*a = (taprt_act){TAPRT_ACT_##KIND, p && p->n > 0 ? p->fs[0] : D0, \
+			p && p->n > 1 ? p->fs[1] : D1};                   \
+		return 0;                                                 \
+	}
+#include "runtime/taprt_acts.def"
+#undef ACT
+	return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
 }
 
 #define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
