@@ -1414,16 +1414,24 @@ pool2d_f32(const float *x, float *y, const geom *g, bool avg)
 
 /*
  * Padded 2-D f32 MaxPool whose every window holds at least one input
- * element (ResNet's 3x3 stride-2 pad-1 pool): like dw_plane_f32, each
- * output row takes the maximum over its taps' input rows, along the
- * output columns whose tap is inside the input.  NaN handling as the
- * general loop's for windows starting at a number (a NaN first tap is
- * not kept; rare enough, and onnxruntime does not keep it either).
+ * element (ResNet's 3x3 stride-2 pad-1 pool), windows up to MP_TAPS
+ * columns wide.  Per output row, the maximum over its taps' input rows
+ * goes into a row t (contiguous loads, one vector op per 16 columns and
+ * tap row), then each output column takes the maximum over its window's
+ * columns of t: KH times fewer strided reads than a pass per tap over
+ * the output row (0.44 -> 0.13 ms for ResNet-18's pool, one thread).
+ * Columns of t outside the input are -inf, which is what skipping the
+ * pads' taps gives; a row of output columns goes in chunks so that t
+ * fits a fixed buffer.  NaN: never kept (v > m is false), as the general
+ * loop's windows starting at a number; onnxruntime does not keep one
+ * either.
  */
+enum { MP_TAPS = 256, MP_T = 2048 };
+
 static bool
 maxpool2d_padded(const geom *g)
 {
-	if (g->in[0] != 1 || g->k[0] != 1)
+	if (g->in[0] != 1 || g->k[0] != 1 || g->k[2] > MP_TAPS)
 		return false;
 	for (int d = 1; d < 3; d++)
 		if (g->pb[d] >= g->k[d] || g->dil[d] != 1 ||
@@ -1438,27 +1446,39 @@ maxpool2d_plane_f32(const float *restrict x, float *restrict y, const geom *g)
 	const int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
 	const int64_t KH = g->k[1], KW = g->k[2], SH = g->st[1], SW = g->st[2];
 	const int64_t PH = g->pb[1], PW = g->pb[2];
-	{
-		for (int64_t oh = 0; oh < OH; oh++, y += OW) {
-			for (int64_t ow = 0; ow < OW; ow++)
-				y[ow] = -INFINITY;
+	/* output columns per chunk: their windows span at most MP_T columns */
+	const int64_t cw = (MP_T - KW) / SW + 1;
+	float t[MP_T];
+	for (int64_t oh = 0; oh < OH; oh++, y += OW)
+		for (int64_t o0 = 0; o0 < OW; o0 += cw) {
+			const int64_t o1 = o0 + cw < OW ? o0 + cw : OW;
+			/* t[j] is input column c0 + j */
+			const int64_t c0 = o0 * SW - PW, n = (o1 - 1 - o0) * SW + KW;
+			const int64_t j0 = c0 < 0 ? -c0 : 0, j1 = c0 + n > IW ? IW - c0 : n;
+			for (int64_t j = 0; j < n; j++)
+				t[j] = -INFINITY;
 			for (int64_t kh = 0; kh < KH; kh++) {
-				int64_t ih = oh * SH - PH + kh;
+				const int64_t ih = oh * SH - PH + kh;
 				if (ih < 0 || ih >= IH)
 					continue;
-				const float *xr = x + ih * IW;
-				for (int64_t kw = 0; kw < KW; kw++) {
-					int64_t base = kw - PW;
-					int64_t lo = ceil_clamp(-base, SW, OW);
-					int64_t hi = ceil_clamp(IW - base, SW, OW);
-					for (int64_t ow = lo; ow < hi; ow++) {
-						float v = xr[ow * SW + base];
-						y[ow] = v > y[ow] ? v : y[ow];
-					}
-				}
+				const float *xr = x + ih * IW + c0;
+				for (int64_t j = j0; j < j1; j++)
+					t[j] = xr[j] > t[j] ? xr[j] : t[j];
+			}
+			float *yo = y + o0;
+			const int64_t m = o1 - o0;
+			for (int64_t i = 0; i < m; i++)
+				yo[i] = -INFINITY;
+			for (int64_t kw = 0; kw < KW; kw++) {
+				const float *tk = t + kw;
+				if (SW == 2)    /* a stride the compiler vectorizes when it knows it */
+					for (int64_t i = 0; i < m; i++)
+						yo[i] = tk[2 * i] > yo[i] ? tk[2 * i] : yo[i];
+				else
+					for (int64_t i = 0; i < m; i++)
+						yo[i] = tk[i * SW] > yo[i] ? tk[i * SW] : yo[i];
 			}
 		}
-	}
 }
 
 static void

@@ -847,6 +847,77 @@ test_maxpool(void)
 	CU_ASSERT(y3[0] == 8 && ind[0] == 1);
 }
 
+/*
+ * The padded f32 MaxPool (no Indices, every window reaching the input:
+ * k_nn.c's row-then-columns path) against windows maximized here one tap
+ * at a time: ResNet's 3x3/2 pad 1, odd sizes, stride 1 and 3, asymmetric
+ * pads, rows wide enough to take several column chunks (stride 1, 2 and
+ * a 256-wide window at stride 5), on 1, 2 and 3 threads.
+ */
+static void
+test_maxpool_padded(void)
+{
+	static const struct { int64_t C, H, W, KH, KW, SH, SW, pt, pl, pb, pr; } cs[] = {
+		{2, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
+		{3, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1},
+		{2, 7, 13, 3, 3, 1, 1, 1, 1, 1, 1},
+		{2, 10, 17, 5, 4, 3, 3, 2, 0, 1, 3},
+		{1, 3, 4500, 3, 3, 1, 1, 1, 1, 1, 1},
+		{1, 2, 5001, 2, 3, 1, 2, 0, 1, 1, 1},
+		{1, 4, 700, 1, 256, 1, 5, 0, 255, 0, 0},
+	};
+	int64_t saved = taprt_par_min;
+	taprt_par_min = 1;
+	for (int t = 1; t <= 3; t++) {
+#ifdef _OPENMP
+		int nt = omp_get_max_threads();
+		omp_set_num_threads(t);
+#else
+		if (t > 1)
+			break;
+#endif
+		for (int i = 0; i < (int)NELEM(cs); i++) {
+			int64_t C = cs[i].C, H = cs[i].H, W = cs[i].W, KH = cs[i].KH, KW = cs[i].KW;
+			int64_t SH = cs[i].SH, SW = cs[i].SW, PT = cs[i].pt, PL = cs[i].pl;
+			int64_t OH = (H + PT + cs[i].pb - KH) / SH + 1;
+			int64_t OW = (W + PL + cs[i].pr - KW) / SW + 1;
+			float *x = malloc(sizeof *x * C * H * W), *y = malloc(sizeof *y * C * OH * OW);
+			float *want = malloc(sizeof *want * C * OH * OW);
+			for (int64_t j = 0; j < C * H * W; j++)
+				x[j] = (float)((j * 7919) % 1009 - 500);
+			for (int64_t c = 0; c < C; c++)
+				for (int64_t oh = 0; oh < OH; oh++)
+					for (int64_t ow = 0; ow < OW; ow++) {
+						float m = -INFINITY;
+						for (int64_t kh = 0; kh < KH; kh++)
+							for (int64_t kw = 0; kw < KW; kw++) {
+								int64_t ih = oh * SH - PT + kh, iw = ow * SW - PL + kw;
+								if (ih >= 0 && ih < H && iw >= 0 && iw < W &&
+								    x[(c * H + ih) * W + iw] > m)
+									m = x[(c * H + ih) * W + iw];
+							}
+						want[(c * OH + oh) * OW + ow] = m;
+					}
+			taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, C, H, W));
+			taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, C, OH, OW));
+			taprt_attr at[] = {A_INTS("kernel_shape", KH, KW),
+				A_INTS("pads", PT, PL, cs[i].pb, cs[i].pr), A_INTS("strides", SH, SW)};
+			pool(taprt_op_MaxPool, &tx, &ty, NULL, at, 3);
+			if (memcmp(y, want, sizeof *y * C * OH * OW) != 0) {
+				printf("\n  case %d, %d threads differs\n", i, t);
+				CU_FAIL("padded MaxPool");
+			}
+			free(x);
+			free(y);
+			free(want);
+		}
+#ifdef _OPENMP
+		omp_set_num_threads(nt);
+#endif
+	}
+	taprt_par_min = saved;
+}
+
 static void
 test_avgpool(void)
 {
@@ -945,6 +1016,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_pointwise);
 	ADD(s, test_conv_threads);
 	ADD(s, test_maxpool);
+	ADD(s, test_maxpool_padded);
 	ADD(s, test_avgpool);
 	ADD(s, test_global_pools);
 }
