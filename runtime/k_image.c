@@ -14,7 +14,11 @@
  * over all axes, for any dtype; linear and cubic (antialiased or not) apply
  * the taps one axis at a time in f32 or f64, shrinking axes first so no
  * intermediate exceeds the larger of input and output, and skip axes whose
- * taps are the identity (usually N and C).  tf_crop_and_resize writes
+ * taps are the identity (usually N and C).  Two-tap (linear) passes write
+ * each output row in one pass, and along the last axis an exact 2x
+ * (segmentation decoders' upsampling) computes the interior two outputs
+ * an input step from contiguous loads instead of a gather per output
+ * (x2_range): 4x on segnet's two Resizes.  tf_crop_and_resize writes
  * extrapolation_value wherever any axis maps outside the input.
  *
  * Upsample (opsets 7 and 9) and Resize-10 have no coordinate attributes:
@@ -208,6 +212,10 @@ typedef struct {
 	double *w;                      /* [out * K] */
 	unsigned char *oob;             /* [out] */
 	bool any_oob, ident;
+	/* 2x with two taps (linear): outputs 2i and 2i + 1 for 2i in [lo, hi)
+	 * are w[lo*2..] x[i + da], x[i + da + 1] and w[lo*2+2..] x[i + db],
+	 * x[i + db + 1], the same weights for every i (lo = hi: not so) */
+	int64_t lo, hi, da, db;
 } axis_taps;
 
 /* Taps per output index: 1 for nearest, 2 and 4 for linear and cubic, and
@@ -235,6 +243,43 @@ nearest_of(const rz_params *p, double x, double s)
 	case NM_PREFER_CEIL: return (int64_t)(x - f < 0.5 ? f : f + 1);
 	default: return (int64_t)(x - f <= 0.5 ? f : f + 1);
 	}
+}
+
+/* Whether output pair (j, j + 1), j even, follows the pair at m (x2_range). */
+static bool
+x2_pair(const axis_taps *t, int64_t j, int64_t m)
+{
+	for (int64_t q = 0; q < 2; q++) {
+		const int64_t *a = t->idx + (j + q) * 2, *b = t->idx + (m + q) * 2;
+		const double *u = t->w + (j + q) * 2, *v = t->w + (m + q) * 2;
+		if (a[1] != a[0] + 1 || a[0] - j / 2 != b[0] - m / 2 || u[0] != v[0] || u[1] != v[1] ||
+		    t->oob[j + q])
+			return false;
+	}
+	return true;
+}
+
+/* A 2x two-tap axis's run of output pairs that repeat the middle pair's
+ * taps one input further on each time (all but a pair or two at the
+ * clamped edges): pass_f32 computes those two outputs a step, vectorized,
+ * instead of one gather per output. */
+static void
+x2_range(axis_taps *t)
+{
+	t->lo = t->hi = 0;
+	if (t->K != 2 || t->out != 2 * t->in || t->in < 4)
+		return;
+	int64_t m = t->in / 2 * 2, lo = m, hi = m;
+	while (lo >= 2 && x2_pair(t, lo - 2, m))
+		lo -= 2;
+	while (hi + 2 <= t->out && x2_pair(t, hi, m))
+		hi += 2;
+	if (hi - lo < 8)
+		return;
+	t->lo = lo;
+	t->hi = hi;
+	t->da = t->idx[m * 2] - m / 2;
+	t->db = t->idx[(m + 1) * 2] - m / 2;
 }
 
 static void
@@ -285,6 +330,7 @@ fill_taps(const rz_params *p, axis_taps *t)
 			for (int64_t k = 0; k < K && sum != 0; k++)
 				w[k] /= sum;
 	}
+	x2_range(t);
 }
 
 /* extrapolation_value as bytes of the output's dtype.  Integers go through
@@ -360,6 +406,24 @@ gather_nearest(const taprt_tensor *x, taprt_tensor *y, axis_taps *ax, int64_t *c
 	}
 }
 
+/* Outputs [lo, hi) of a 2x two-tap axis (x2_range) from the row sp into
+ * the row dr: the scalar loop's arithmetic, two outputs an input. */
+#define X2(T, s)                                                                  \
+TAPRT_CLONES static void                                                          \
+x2_##s(const T *restrict sp, T *restrict dr, const axis_taps *t)                  \
+{                                                                                 \
+	const T a0 = (T)t->w[t->lo * 2], a1 = (T)t->w[t->lo * 2 + 1];             \
+	const T b0 = (T)t->w[t->lo * 2 + 2], b1 = (T)t->w[t->lo * 2 + 3];         \
+	const T *pa = sp + t->da, *pb = sp + t->db;                               \
+	for (int64_t i = t->lo / 2; i < t->hi / 2; i++) {                         \
+		dr[2 * i] = a0 * pa[i] + a1 * pa[i + 1];                          \
+		dr[2 * i + 1] = b0 * pb[i] + b1 * pb[i + 1];                      \
+	}                                                                         \
+}
+X2(float, f32)
+X2(double, f64)
+#undef X2
+
 /* One separable pass along an axis: dst[o, j, :] = sum_k w[j,k] src[o, idx[j,k], :];
  * the outer slices on the rank's threads. */
 #define PASS(T, s)                                                                \
@@ -372,6 +436,11 @@ pass_##s(const T *src, T *dst, int64_t outer, int64_t inner, const axis_taps *t)
 		const T *sp = src + o * t->in * inner;                            \
 		for (int64_t j = 0; j < t->out; j++) {                            \
 			T *dr = dst + (o * t->out + j) * inner;                   \
+			if (inner == 1 && j == t->lo && t->hi > t->lo) {          \
+				x2_##s(sp, dr - j, t);                            \
+				j = t->hi - 1;                                    \
+				continue;                                         \
+			}                                                         \
 			const int64_t *ix = t->idx + j * K;                       \
 			const double *w = t->w + j * K;                           \
 			if (inner == 1 && K == 2) { /* linear along the last axis */ \
@@ -387,6 +456,13 @@ pass_##s(const T *src, T *dst, int64_t outer, int64_t inner, const axis_taps *t)
 			}                                                         \
 			const T *s0 = sp + ix[0] * inner;                         \
 			T w0 = (T)w[0];                                           \
+			if (K == 2 && w[1] != 0) { /* linear: one pass over dr */ \
+				const T *s1 = sp + ix[1] * inner;                 \
+				T w1 = (T)w[1];                                   \
+				for (int64_t i = 0; i < inner; i++)               \
+					dr[i] = w0 * s0[i] + w1 * s1[i];          \
+				continue;                                         \
+			}                                                         \
 			for (int64_t i = 0; i < inner; i++)                       \
 				dr[i] = w0 * s0[i];                               \
 			for (int64_t k = 1; k < K; k++) {                         \

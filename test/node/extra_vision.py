@@ -231,7 +231,9 @@ def resize_cases():
 
     # n-linear: 1-D, bilinear (NCHW), trilinear (NCDHW), growing and shrinking
     shapes = {"1d": ((7,), [1.6], [0.6]), "2d": ((1, 2, 4, 5), [1, 1, 1.5, 2.2], [1, 1, 0.5, 0.7]),
-              "3d": ((1, 1, 3, 4, 5), [1, 1, 1.7, 1.5, 0.6], [1, 1, 0.7, 0.5, 0.8])}
+              "3d": ((1, 1, 3, 4, 5), [1, 1, 1.7, 1.5, 0.6], [1, 1, 0.7, 0.5, 0.8]),
+              # exactly 2x along rows long enough for the runtime's two-outputs-a-step path
+              "1dx2": ((13,), [2], [0.5]), "2dx2": ((1, 2, 6, 11), [1, 1, 2, 2], [1, 1, 0.5, 0.5])}
     for ct in coords:
         nodes, ins, outs, inits = [], [], [], []
         for dim, (shape, su, sd) in shapes.items():
@@ -320,17 +322,21 @@ def resize_cases():
     xi = RNG.randint(0, 255, (1, 2, 3, 4)).astype(np.uint8)
     x32 = RNG.randint(-1000, 1000, (2, 5)).astype(np.int32)
     xd = rand(1, 1, 4, 5, dtype=np.float64)
+    xd2 = rand(1, 1, 3, 12, dtype=np.float64)
     nodes = [resize_node("yu8", "nearest", 13, scales="su", x="xu8", nearest_mode="round_prefer_ceil"),
+             resize_node("yf64x2", "linear", 13, scales="s2", x="xf64x2"),
              resize_node("yi32", "nearest", 13, sizes="szi", x="xi32", coordinate_transformation_mode="align_corners"),
              resize_node("yf64", "linear", 13, scales="su", x="xf64"),
              resize_node("yf64c", "cubic", 13, scales="sd", x="xf64", exclude_outside=1)]
     su, sd, szi = np.array([1, 1, 1.5, 2.5], F32), np.array([1, 1, 0.5, 0.6], F32), np.array([3, 9], np.int64)
+    s2 = np.array([1, 1, 2, 2], F32)
     outs = [("yu8", ref_resize(xi, "nearest", nm="round_prefer_ceil", scales=su)),
+            ("yf64x2", ref_resize(xd2, "linear", scales=s2)),
             ("yi32", ref_resize(x32, "nearest", "align_corners", sizes=szi)),
             ("yf64", ref_resize(xd, "linear", scales=su)),
             ("yf64c", ref_resize(xd, "cubic", excl=1, scales=sd))]
-    case("resize_dtypes", nodes, [("xu8", xi), ("xi32", x32), ("xf64", xd)], outs,
-         [("su", su), ("sd", sd), ("szi", szi)])
+    case("resize_dtypes", nodes, [("xu8", xi), ("xi32", x32), ("xf64", xd), ("xf64x2", xd2)], outs,
+         [("su", su), ("sd", sd), ("szi", szi), ("s2", s2)])
 
     # opset 10: (X, scales), asymmetric coordinates, floor/ceil nearest
     x = rand(1, 2, 4, 6)
