@@ -910,7 +910,8 @@ dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float 
  * from FusedConv; NULL and none for Conv).  Depthwise 2-D convolutions run
  * conv_dw.c's kernel; small ones the direct kernel above; a 1x1 stride-1
  * unpadded Conv is W_g[Mg, Cg] @ X_g[Cg, P] on the input as it is
- * (conv_pw.c's kernel from 128 pixels on, else one GEMM); the GEMM-sized
+ * (conv_pw.c's kernel from 16 pixels on, else one GEMM), a strided
+ * unpadded one the same on the pixels it reads, gathered; the GEMM-sized
  * ones oneDNN's; the rest im2col + GEMM.  The epilogue runs on each
  * group's rows right after its GEMM, while they are in cache.
  */
@@ -943,6 +944,32 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, x + (b * C + gi * Cg) * P,
 				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
 			}
+		if (rc)
+			return rc > 0 ? 0 : -1;
+	}
+	/* 1x1 with strides and no pads (ResNet's downsampling shortcuts): the
+	 * pixels it reads gathered into [C, P] (im2col's layout; a quarter of
+	 * the input at stride 2) on the team, then the 1x1 kernel: oneDNN
+	 * transposed all of the input to its layout and the result back */
+	bool picked = KK == 1 && !direct && P >= 16;
+	for (int d = 0; d < 3; d++)
+		picked = picked && g->pb[d] == 0 && g->pe[d] == 0;
+	if (picked) {
+		float *col = taprt_scratch(C * P * (int64_t)sizeof(float));
+		if (!col)
+			return -1;
+		int rc = 1;
+		for (int64_t b = 0; b < N && rc > 0; b++) {
+			const float *xb = x + b * C * g->isz;
+			#pragma omp parallel for if (TAPRT_PAR(C * P)) schedule(static)
+			for (int64_t c = 0; c < C; c++)
+				im2col_f32(xb + c * g->isz, 1, g, col + c * P);
+			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
+				int64_t o = (b * M + gi * Mg) * P;
+				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, col + gi * Cg * P,
+				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
+			}
+		}
 		if (rc)
 			return rc > 0 ? 0 : -1;
 	}

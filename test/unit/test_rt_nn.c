@@ -674,7 +674,8 @@ conv_depthwise_cases(void)
  * filter counts off the 6-row tile, planes off the 64-pixel block (a short
  * block of whole vectors, then the last columns through the GEMM), channel
  * counts from 1 up, groups, two images, every activation in the tile and
- * in the last columns (GELU after the tile), and a residual.
+ * in the last columns (GELU after the tile), and a residual; strided ones
+ * (k_nn.c gathers the pixels they read first).
  * TAPRT_PW_KERNEL=avx2 runs the AVX2 variant on an AVX-512 CPU.
  */
 static void
@@ -690,6 +691,11 @@ conv_pointwise_cases(void)
 		case2d(1, 8, 12, 2, 16, 16, 1, 1, 1, 1, 0, 0, 0, 0),    /* groups */
 		case2d(1, 64, 50, 1, 28, 28, 1, 1, 1, 1, 0, 0, 0, 0),
 		case2d(1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* one pixel */
+		/* strided: the read pixels gathered first (ResNet's shortcut,
+		 * odd sizes and two images, groups at stride 3) */
+		case2d(1, 64, 128, 1, 56, 56, 1, 1, 2, 1, 0, 0, 0, 0),
+		case2d(2, 24, 40, 1, 15, 13, 1, 1, 2, 1, 0, 0, 0, 0),
+		case2d(1, 8, 12, 2, 20, 20, 1, 1, 3, 1, 0, 0, 0, 0),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
