@@ -414,10 +414,10 @@ x2_##s(const T *restrict sp, T *restrict dr, const axis_taps *t)                
 {                                                                                 \
 	const T a0 = (T)t->w[t->lo * 2], a1 = (T)t->w[t->lo * 2 + 1];             \
 	const T b0 = (T)t->w[t->lo * 2 + 2], b1 = (T)t->w[t->lo * 2 + 3];         \
-	const T *pa = sp + t->da, *pb = sp + t->db;                               \
+	const int64_t da = t->da, db = t->db;                                     \
 	for (int64_t i = t->lo / 2; i < t->hi / 2; i++) {                         \
-		dr[2 * i] = a0 * pa[i] + a1 * pa[i + 1];                          \
-		dr[2 * i + 1] = b0 * pb[i] + b1 * pb[i + 1];                      \
+		dr[2 * i] = a0 * sp[i + da] + a1 * sp[i + da + 1];                \
+		dr[2 * i + 1] = b0 * sp[i + db] + b1 * sp[i + db + 1];            \
 	}                                                                         \
 }
 X2(float, f32)
