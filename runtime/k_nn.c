@@ -934,39 +934,31 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	bool direct = KK == 1 && g->isz == P;
 	for (int d = 0; d < 3; d++)
 		direct = direct && g->st[d] == 1 && g->pb[d] == 0;
-	/* 1x1: the product and epilogue in one pass (conv_pw.c), from one
-	 * vector of pixels (a 1x1 plane is a gemv) */
-	if (direct && P >= 16) {
-		int rc = 1;
-		for (int64_t b = 0; b < N && rc > 0; b++)
-			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
-				int64_t o = (b * M + gi * Mg) * P;
-				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, x + (b * C + gi * Cg) * P,
-				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
-			}
-		if (rc)
-			return rc > 0 ? 0 : -1;
-	}
-	/* 1x1 with strides and no pads (ResNet's downsampling shortcuts): the
-	 * pixels it reads gathered into [C, P] (im2col's layout; a quarter of
-	 * the input at stride 2) on the team, then the 1x1 kernel: oneDNN
-	 * transposed all of the input to its layout and the result back */
-	bool picked = KK == 1 && !direct && P >= 16;
+	/* unpadded 1x1: the product and epilogue in one pass (conv_pw.c),
+	 * from one vector of pixels (a 1x1 plane is a gemv); at stride 1 on
+	 * the input as it is, with strides (ResNet's downsampling shortcuts)
+	 * on the pixels it reads, gathered into [C, P] (im2col's layout; a
+	 * quarter of the input at stride 2) on the team -- oneDNN transposed
+	 * all of the input to its layout and the result back */
+	bool pw = KK == 1 && P >= 16;
 	for (int d = 0; d < 3; d++)
-		picked = picked && g->pb[d] == 0 && g->pe[d] == 0;
-	if (picked) {
-		float *col = taprt_scratch(C * P * (int64_t)sizeof(float));
-		if (!col)
+		pw = pw && g->pb[d] == 0 && g->pe[d] == 0;
+	if (pw) {
+		float *col = direct ? NULL : taprt_scratch(C * P * (int64_t)sizeof(float));
+		if (!direct && !col)
 			return -1;
 		int rc = 1;
 		for (int64_t b = 0; b < N && rc > 0; b++) {
 			const float *xb = x + b * C * g->isz;
-			#pragma omp parallel for if (TAPRT_PAR(C * P)) schedule(static)
-			for (int64_t c = 0; c < C; c++)
-				im2col_f32(xb + c * g->isz, 1, g, col + c * P);
+			if (!direct) {
+				#pragma omp parallel for if (TAPRT_PAR(C * P)) schedule(static)
+				for (int64_t c = 0; c < C; c++)
+					im2col_f32(xb + c * g->isz, 1, g, col + c * P);
+				xb = col;
+			}
 			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
 				int64_t o = (b * M + gi * Mg) * P;
-				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, col + gi * Cg * P,
+				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, xb + gi * Cg * P,
 				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
 			}
 		}
