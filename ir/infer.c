@@ -1787,17 +1787,23 @@ static bool
 fused_act(Graph *g, NodeId n, const char *attr)
 {
 	static const char *const known[] = {
-		"",
 #define ACT(NAME, KIND, D0, D1) #NAME,
 #include "runtime/taprt_acts.def"
 #undef ACT
 	};
+	enum { NKNOWN = sizeof known / sizeof known[0] };
 	const char *s = ir_attr_str(g, n, attr, "");
-	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+	if (!*s)
+		return true;
+	for (int i = 0; i < NKNOWN; i++)
 		if (!strcmp(s, known[i]))
 			return true;
-	diag_node(g, n, "attribute '%s' is '%s', expected Relu, Clip, HardSigmoid, HardSwish,"
-	    " LeakyRelu or Gelu", attr, s);
+	/* the list as a sentence: "A, B or C" */
+	char list[256] = "";
+	for (int i = 0; i < NKNOWN; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+		    i == 0 ? "" : i == NKNOWN - 1 ? " or " : ", ", known[i]);
+	diag_node(g, n, "attribute '%s' is '%s', expected %s", attr, s, list);
 	return false;
 }
 
