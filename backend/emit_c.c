@@ -199,14 +199,22 @@ put_node_tables(Emitter *e, NodeId id)
 			put_attr(e, id, k, &n->attr[k]);
 		fputs("};\n", f);
 	}
+	/* the inputs whose bytes never change while the program runs (a
+	 * training step's optimizer aside): kernels may keep them repacked */
+	uint32_t fixed = 0;
+	for (int i = 0; i < n->nin && i < 32; i++)
+		if (n->in[i] != IR_NONE && (e->g->tensors[n->in[i]].kind == TK_WEIGHT ||
+		    e->g->tensors[n->in[i]].kind == TK_CONST))
+			fixed |= (uint32_t)1 << i;
 	fprintf(f, "static const taprt_node N%d = {", id);
 	ir_esc_c_string(f, n->name);
 	fprintf(f, ", %d, %d, %d, %d, I%d, O%d, ", (int)e->g->opset, n->nin, n->nout, n->nattr,
 	    id, id);
 	if (n->nattr)
-		fprintf(f, "A%d};\n", id);
+		fprintf(f, "A%d", id);
 	else
-		fputs("0};\n", f);
+		fputs("0", f);
+	fprintf(f, ", 0x%" PRIx32 "};\n", fixed);
 }
 
 /* Does stage s use tensor t: read by one of its nodes (or their attributes),

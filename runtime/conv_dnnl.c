@@ -13,7 +13,9 @@
  *
  * A node's primitive and its reordered weights are made on the node's
  * first run and kept (keyed by the node, which belongs to one rank, so one
- * thread), like onnxruntime's pre-packed weights; a training program
+ * thread), like onnxruntime's pre-packed weights -- so only a W that is a
+ * weight or a constant (taprt_node.fixed) comes here, never one computed
+ * by the graph, whose values change between calls; a training program
  * (cx->step > 0) reorders them again on every call, after the optimizer
  * changed them in place.  oneDNN's OpenMP threads
  * follow taprt_conv_threads (--threads).
@@ -267,7 +269,8 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
     const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act)
 {
 	pthread_once(&engine_once, engine_init);
-	if (!engine || getenv("TAPRT_NO_DNNL"))
+	/* the weights are kept reordered: only a weight's or a constant's */
+	if (!engine || !(n->fixed & 2) || getenv("TAPRT_NO_DNNL"))
 		return 0;
 	Prim *p = prim_get(n, w, b, c);
 	if (!p)

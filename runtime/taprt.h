@@ -73,6 +73,11 @@ typedef struct {
 	taprt_tensor *const *in;        /* NULL entries: omitted optional inputs */
 	taprt_tensor *const *out;       /* NULL entries: unused optional outputs */
 	const taprt_attr *attr;         /* sorted by name */
+	uint32_t fixed;                 /* bit i: input i is a weight or a constant (the
+	                                 * same bytes at the same address on every run;
+	                                 * a training step's optimizer updates weights
+	                                 * in place between steps, cx->step > 0): a
+	                                 * kernel may keep a repacked copy */
 } taprt_node;
 
 const taprt_attr *taprt_attr_get(const taprt_node *n, const char *name);

@@ -6,6 +6,10 @@
  *     taprt_tensor *in[] = {&x}, *out[] = {&y};
  *     taprt_node n = rt_node(in, 1, out, 1, NULL, 0);
  *     taprt_op_Relu(NULL, &n);
+ *
+ * Every input counts as fixed (taprt_node.fixed: Conv's oneDNN path keeps
+ * its weights reordered); a test that changes a weight between calls of one
+ * node clears the bit.
  */
 #ifndef TAPC_TEST_RT_UTIL_H
 #define TAPC_TEST_RT_UTIL_H
@@ -44,7 +48,7 @@ rt_node(taprt_tensor *const *in, int nin, taprt_tensor *const *out, int nout,
     const taprt_attr *attr, int nattr)
 {
 	taprt_node n = {.name = "test", .opset = 17, .nin = nin, .nout = nout,
-		.nattr = nattr, .in = in, .out = out, .attr = attr};
+		.nattr = nattr, .in = in, .out = out, .attr = attr, .fixed = ~0u};
 	return n;
 }
 

@@ -766,6 +766,42 @@ test_conv_threads(void)
 #endif
 }
 
+/*
+ * A W the graph computes changes between calls of one node (a Loop body, a
+ * pipeline's micro-batches), at the same address: each call must use its
+ * own values.  The shape is one oneDNN takes (conv_dnnl.c), whose kept,
+ * reordered weights are only for W a weight or constant (taprt_node.fixed).
+ */
+static void
+test_conv_computed_weights(void)
+{
+	convcase p = case2d(1, 16, 16, 1, 12, 12, 3, 3, 1, 1, 1, 1, 1, 1);
+	int64_t nx = 16 * 144, nw = 16 * 16 * 9, ny = 16 * 144;
+	float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = calloc(16, sizeof *b);
+	float *y = malloc(ny * sizeof *y), *want = malloc(ny * sizeof *want);
+	seq(x, nx, 5);
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 16, 12, 12));
+	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(16, 16, 3, 3));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 16, 12, 12));
+	taprt_tensor *in[] = {&tx, &tw}, *out[] = {&ty};
+	taprt_attr at[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
+	taprt_node n = rt_node(in, 2, out, 1, at, 2);
+	n.fixed = 1;                    /* x alone: w is computed */
+	for (int call = 0; call < 3; call++) {
+		seq(w, nw, 3 + 2 * call);
+		ref_conv(&p, x, w, b, want);
+		taprt_ctx cx;
+		memset(&cx, 0, sizeof cx);
+		taprt_op_Conv(&cx, &n);
+		CU_ASSERT(!cx.error[0] && close_f(y, want, ny));
+	}
+	free(x);
+	free(w);
+	free(b);
+	free(y);
+	free(want);
+}
+
 /* -------------------------------------------------------------- pools */
 
 /* Run a pool with one input and one or two outputs. */
@@ -1021,6 +1057,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_depthwise);
 	ADD(s, test_conv_pointwise);
 	ADD(s, test_conv_threads);
+	ADD(s, test_conv_computed_weights);
 	ADD(s, test_maxpool);
 	ADD(s, test_maxpool_padded);
 	ADD(s, test_avgpool);
