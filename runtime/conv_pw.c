@@ -23,8 +23,8 @@
  *
  * Multiversioned by hand: the tile is 6 x 4 vectors of 16 with AVX-512 (24
  * of its 32 registers), 6 x 2 of 8 with AVX2 (12 of 16); the variant is
- * chosen once from the CPU (TAPRT_PW_KERNEL=avx2 or =off in the
- * environment chooses a lesser one, for tests).
+ * chosen from the CPU (taprt_isa; TAPRT_ISA=avx2 in the environment
+ * chooses the AVX2 one on an AVX-512 CPU, =baseline none).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -188,21 +188,17 @@ PW_IMPL(y8, 8, 6, 2)
 typedef void (*pw_rows_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t,
     const float *, const float *, const taprt_act *, bool, int64_t, int64_t, int);
 
-/* The variant for this CPU: its rows function and pixels per block.
- * TAPRT_PW_KERNEL=avx2 or =off chooses a lesser one (tests). */
+/* The variant for this CPU (taprt_isa): its rows function and pixels per
+ * block; NULL below AVX2. */
 static pw_rows_fn
 pw_variant(int *nb)
 {
-	const char *want = getenv("TAPRT_PW_KERNEL");
-	bool avx2 = want && !strcmp(want, "avx2");
-	if (want && !strcmp(want, "off"))
-		return NULL;
-	__builtin_cpu_init();
-	if (!avx2 && __builtin_cpu_supports("x86-64-v4")) {
+	int isa = taprt_isa();
+	if (isa >= TAPRT_ISA_AVX512) {
 		*nb = 64;
 		return pw_rows_z16;
 	}
-	if (__builtin_cpu_supports("x86-64-v3")) {
+	if (isa >= TAPRT_ISA_AVX2) {
 		*nb = 16;
 		return pw_rows_y8;
 	}
@@ -230,16 +226,8 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
     int64_t M, int64_t C, int64_t P, const taprt_act *act)
 {
 #ifdef PW_X86
-	static pw_rows_fn rows;
-	static int nb;
-	static int chosen;
-	if (!__atomic_load_n(&chosen, __ATOMIC_ACQUIRE)) {
-		int n = 0;
-		pw_rows_fn f = pw_variant(&n);
-		rows = f;
-		nb = n;
-		__atomic_store_n(&chosen, 1, __ATOMIC_RELEASE);
-	}
+	int nb = 0;
+	pw_rows_fn rows = pw_variant(&nb);
 	if (!rows)
 		return 0;
 	const int vw = nb / (nb == 64 ? 4 : 2), bv = nb / vw;     /* vectors per block */

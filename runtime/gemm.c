@@ -68,20 +68,6 @@ static bool use_dnnl;                   /* large products on oneDNN's sgemm */
 /* From this many multiply-adds on, oneDNN's sgemm (below). */
 #define DNNL_MIN_MACS ((int64_t)1 << 20)
 
-static bool
-cpu_has_avx512(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-	/* libgcc's checks include the OS's support (XCR0's ZMM state) */
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-	    __builtin_cpu_supports("avx512vl");
-#else
-	return false;
-#endif
-}
-
 static void
 lib_load(void)
 {
@@ -99,7 +85,7 @@ lib_load(void)
 	const char *core = getenv("TAPRT_GEMM_CORE");
 	if (core && *core)
 		setenv("OPENBLAS_CORETYPE", core, 1);
-	else if (cpu_has_avx512())
+	else if (taprt_cpu_avx512())
 		setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1);
 	else
 		unsetenv("OPENBLAS_CORETYPE");

@@ -81,6 +81,20 @@ taprt_bcast_strides(const taprt_tensor *t, const taprt_tensor *out, int64_t *st)
 }
 
 /*
+ * The instruction set of the kernels written once per vector width
+ * (conv_pw.c, conv_dw.c, the direct convolution): the CPU's best, capped
+ * by TAPRT_ISA=avx2|baseline in the environment (cpu.c).
+ */
+enum { TAPRT_ISA_BASE, TAPRT_ISA_AVX2, TAPRT_ISA_AVX512 };
+int taprt_isa(void);
+/* Tests: use at most `level` from now on; returns what taprt_isa then
+ * reports (less where the CPU has less). */
+int taprt_isa_limit(int level);
+/* AVX-512 F, CD, BW, DQ and VL, with the OS's support; TAPRT_ISA does not
+ * cap it (gemm.c: OpenBLAS's core type) */
+bool taprt_cpu_avx512(void);
+
+/*
  * Per-function multiversioning for the hand-written hot loops: one clone
  * for AVX-512 (x86-64-v4), one for AVX2+FMA (x86-64-v3) and the baseline,
  * chosen by the loader (ifunc) for the CPU the program runs on.

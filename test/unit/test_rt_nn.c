@@ -631,7 +631,7 @@ case2d(int64_t n, int64_t c, int64_t m, int64_t g, int64_t h, int64_t w, int64_t
 }
 
 /*
- * The depthwise kernel (conv_dw.c: 16-channel blocks, a ring of packed
+ * The depthwise kernel (conv_dw.c: blocks of 16 or 8 channels, a ring of packed
  * rows, output flushed in groups of 16 pixels): channel counts around the
  * block size, planes narrower and wider than a vector and taller than a
  * flush, the unrolled 3x3/5x5/7x7 kernels and the generic one (3x5,
@@ -676,7 +676,7 @@ conv_depthwise_cases(void)
  * counts from 1 up, groups, two images, every activation in the tile and
  * in the last columns (GELU after the tile), and a residual; strided ones
  * (k_nn.c gathers the pixels they read first).
- * TAPRT_PW_KERNEL=avx2 runs the AVX2 variant on an AVX-512 CPU.
+ * test_conv_isa_variants runs them on each variant the CPU has.
  */
 static void
 conv_pointwise_cases(void)
@@ -723,23 +723,16 @@ test_conv_pointwise(void)
 }
 
 /*
- * The same kernels split across 2 and 3 threads from the smallest work up
- * (TAPRT_PAR_MIN 1): the depthwise blocks' rows and the pointwise units
- * cut into one contiguous share per thread (a share may begin or end
- * inside a block, a row band or a chunk's tail), and the direct
- * convolution of one image's group (an RGB input's first layer: every
- * channel's rows padded by the team, a band of rows each, stride 1 and 2,
- * symmetric and asymmetric pads, bands not multiples of the 16-position
- * blocks, bands of several chunks of rows (32 filters on 120 columns: 8
- * rows a chunk); with two images, each image's convolution on one
- * thread).
+ * The direct convolution of one image's group (an RGB input's first layer)
+ * against the oracle: stride 1 and 2, symmetric and asymmetric pads, bands
+ * not multiples of the 16-position blocks, bands of several chunks of rows
+ * (32 filters on 120 columns: 8 rows a chunk), filter counts off both
+ * register tiles (8 and 6 filters), and two images (each image's
+ * convolution on one thread when split).
  */
 static void
-test_conv_threads(void)
+conv_direct_cases(void)
 {
-#ifdef _OPENMP
-	int64_t saved = taprt_par_min;
-	int nt = omp_get_max_threads();
 	convcase direct[] = {
 		case2d(1, 3, 16, 1, 30, 29, 3, 3, 2, 1, 1, 1, 1, 1),
 		case2d(1, 3, 8, 1, 17, 23, 3, 3, 1, 1, 1, 1, 1, 1),
@@ -750,20 +743,71 @@ test_conv_threads(void)
 		case2d(1, 3, 32, 1, 20, 120, 3, 3, 1, 1, 1, 1, 1, 1),   /* chunks of 8 rows */
 		case2d(1, 3, 32, 1, 40, 241, 3, 3, 2, 1, 1, 1, 1, 1),
 		case2d(2, 3, 32, 1, 20, 120, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 3, 13, 1, 18, 21, 3, 3, 1, 1, 1, 1, 1, 1),    /* 8 + 5, 6 + 6 + 1 */
 	};
+	for (int i = 0; i < (int)NELEM(direct); i++) {
+		CU_ASSERT(fused_check(&direct[i], "", NULL, 0, false));
+		CU_ASSERT(fused_check(&direct[i], "HardSwish", NULL, 0, true));
+	}
+}
+
+/*
+ * The same kernels split across 2 and 3 threads from the smallest work up
+ * (TAPRT_PAR_MIN 1): the depthwise blocks' rows and the pointwise units
+ * cut into one contiguous share per thread (a share may begin or end
+ * inside a block, a row band or a chunk's tail), and the direct
+ * convolution of one image's group (every channel's rows padded by the
+ * team, then a band of rows each).
+ */
+static void
+test_conv_threads(void)
+{
+#ifdef _OPENMP
+	int64_t saved = taprt_par_min;
+	int nt = omp_get_max_threads();
 	taprt_par_min = 1;
 	for (int t = 2; t <= 3; t++) {
 		omp_set_num_threads(t);
 		conv_depthwise_cases();
 		conv_pointwise_cases();
-		for (int i = 0; i < (int)NELEM(direct); i++) {
-			CU_ASSERT(fused_check(&direct[i], "", NULL, 0, false));
-			CU_ASSERT(fused_check(&direct[i], "HardSwish", NULL, 0, true));
-		}
+		conv_direct_cases();
 	}
 	omp_set_num_threads(nt);
 	taprt_par_min = saved;
 #endif
+}
+
+/*
+ * Every variant of the kernels written once per vector width that this
+ * CPU can run (taprt_isa: AVX-512's, AVX2's, the portable code), on the
+ * depthwise, pointwise and direct cases, one thread and two: the CI
+ * machine's best variant is not the only one users' CPUs run.
+ */
+static void
+test_conv_isa_variants(void)
+{
+	int top = taprt_isa_limit(TAPRT_ISA_AVX512);
+#ifdef _OPENMP
+	int64_t saved = taprt_par_min;
+	int nt = omp_get_max_threads();
+#endif
+	for (int l = top; l >= TAPRT_ISA_BASE; l--) {
+		CU_ASSERT_EQUAL(taprt_isa_limit(l), l);
+		for (int t = 1; t <= 2; t++) {
+#ifdef _OPENMP
+			omp_set_num_threads(t);
+			taprt_par_min = t == 1 ? saved : 1;
+#endif
+			conv_depthwise_cases();
+			conv_pointwise_cases();
+			conv_direct_cases();
+		}
+	}
+#ifdef _OPENMP
+	omp_set_num_threads(nt);
+	taprt_par_min = saved;
+#endif
+	taprt_isa_limit(TAPRT_ISA_AVX512);
 }
 
 /*
@@ -1057,6 +1101,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_depthwise);
 	ADD(s, test_conv_pointwise);
 	ADD(s, test_conv_threads);
+	ADD(s, test_conv_isa_variants);
 	ADD(s, test_conv_computed_weights);
 	ADD(s, test_maxpool);
 	ADD(s, test_maxpool_padded);
