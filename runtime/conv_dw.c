@@ -112,7 +112,7 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	/* The output rows of every image's blocks of vw channels, block-major,
 	 * one contiguous share per thread (within a row of equal): whole
 	 * blocks where there are many, a block's rows in parts where there
-	 * are few (MobileNet's 16 or 72 channels: 1 or 5 blocks).  A part
+	 * are few (MobileNet's 16 or 72 channels: 1 or 5 blocks of 16).  A part
 	 * packs its own input rows (KH - SH rows again per cut). */
 	const int64_t units = c->N * nb * g.OH;
 	#pragma omp parallel if (TAPRT_PAR(c->N * C * P * KK / 4) && units > 1)

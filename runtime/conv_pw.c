@@ -28,8 +28,6 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "runtime/internal.h"
 

@@ -707,7 +707,7 @@ unpad_f32(const float *restrict acc, int64_t pitch, int64_t OH, int64_t OW, floa
  * one 16-float vector with AVX-512 (8 of 32 registers), 6 filters x two
  * 8-float vectors with AVX2 (12 of 16).  The AVX2 code was a clone of the
  * AVX-512 one before, and GCC kept its eight 64-byte accumulators on the
- * stack: MobileNetV3's first layer took 1.9 ms instead of 0.15.  Other
+ * stack: MobileNetV3's first layer took 1.9 ms instead of 0.35.  Other
  * CPUs take direct_kernel_f32's portable loop.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -805,6 +805,8 @@ direct_block_f32(const float *restrict planes, int64_t stride, const int64_t *re
 	}
 }
 
+/* fp-contract: the portable loop's multiply-adds as fused ones where the
+ * clone has them (-std=c11 turns the contraction off) */
 TAPRT_CLONES __attribute__((optimize("fp-contract=fast"))) static void
 direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
     int64_t ntaps, const float *restrict w, int64_t Cg, int64_t Mg, float *restrict out,
