@@ -539,17 +539,17 @@ test_conv_oracle(void)
 	CU_ASSERT(conv_check(&p3, 3, at3l, 2, false));
 }
 
-/*
- * FusedConv against the oracle: y = act(conv(x, w) + b + z) with the
- * activation applied in double here.  act "" leaves it out; z adds a
- * residual shaped like y.
- */
 /* With mag_tol > 0, fused_check also allows mag_tol times the sum of the
  * products' magnitudes (sum |x| |w| + |b|): the error bound of a
  * summation reordered through transforms (Winograd's) rather than a
  * plain sum. */
 static double mag_tol;
 
+/*
+ * FusedConv against the oracle: y = act(conv(x, w) + b + z) with the
+ * activation applied in double here.  act "" leaves it out; z adds a
+ * residual shaped like y.
+ */
 static int
 fused_check(const convcase *p, const char *act, const float *actp, int nactp, bool z)
 {
