@@ -320,6 +320,13 @@ int taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
     const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act);
 void taprt_conv_threads(int n);
 /*
+ * 3x3 stride-1 Conv by Winograd F(4x4, 3x3) on AVX2 CPUs (conv_wino.c):
+ * group 1, at least 16 channels and filters, a fixed W, enough tiles.
+ * Returns 1 when done, 0 when declined, -1 after taprt_fail.
+ */
+int taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
+    const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act);
+/*
  * Depthwise 2-D Conv (conv_dw.c): C == M == group, any stride, pads and
  * dilation; y = act(conv(x, w) + b + z).  Returns 1 when done, 0 when
  * declined (kernels over 64 rows tall), -1 when out of scratch memory.

@@ -1069,7 +1069,11 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	    ((KK > 1 && C >= 16 && M >= 16) || (!small && M * C * KK * P * N >= (int64_t)1 << 21))) {
 		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
 			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
-		int rc = taprt_conv_dnnl(cx, n, x, w, bias, z, y, &c2, act);
+		/* on an AVX2 CPU, whose oneDNN has no Winograd, tapc's own for 3x3
+		 * stride 1 (conv_wino.c) */
+		int rc = taprt_conv_wino_f32(cx, n, x, w, bias, z, y, &c2, act);
+		if (!rc)
+			rc = taprt_conv_dnnl(cx, n, x, w, bias, z, y, &c2, act);
 		if (rc)
 			return rc > 0 ? 0 : -2;
 	}

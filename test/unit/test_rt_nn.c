@@ -811,6 +811,70 @@ test_conv_isa_variants(void)
 }
 
 /*
+ * Winograd F(4x4, 3x3) (conv_wino.c, AVX2 CPUs: an AVX-512 one runs it
+ * capped to AVX2) against the naive convolution: one and several bands of
+ * tile rows, partial tiles at the right and bottom edges, a row of more
+ * than 8 tiles, asymmetric and no pads, channel and filter counts off 8,
+ * two images, bias, residual and activations, one and two threads, at
+ * the tolerance of every other kernel (close_f; on Lavin's points the
+ * 64-channel case was past it); and a direct call that must not decline,
+ * so the cases above are known to run it.
+ */
+static void
+test_conv_winograd(void)
+{
+	int saved = taprt_isa();
+	if (taprt_isa_limit(TAPRT_ISA_AVX2) != TAPRT_ISA_AVX2) {
+		taprt_isa_limit(TAPRT_ISA_AVX512);
+		return;                 /* no AVX2: nothing runs it */
+	}
+	convcase cs[] = {
+		case2d(1, 16, 16, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 64, 64, 1, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1),   /* two bands */
+		case2d(2, 17, 24, 1, 30, 27, 3, 3, 1, 1, 0, 2, 1, 0),   /* asymmetric pads */
+		case2d(1, 16, 20, 1, 26, 40, 3, 3, 1, 1, 0, 0, 0, 0),   /* no pads, 10 tiles a row */
+		case2d(1, 24, 16, 1, 33, 23, 3, 3, 1, 1, 1, 1, 1, 1),
+	};
+#ifdef _OPENMP
+	int nt = omp_get_max_threads();
+#endif
+	for (int t = 1; t <= 2; t++) {
+#ifdef _OPENMP
+		omp_set_num_threads(t);
+#endif
+		for (int i = 0; i < (int)NELEM(cs); i++) {
+			CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
+			CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, true));
+			CU_ASSERT(fused_check(&cs[i], "HardSwish", NULL, 0, i % 2));
+		}
+	}
+#ifdef _OPENMP
+	omp_set_num_threads(nt);
+#endif
+	/* the kernel itself takes the first case */
+	convcase p = cs[0];
+	int64_t nx = 16 * 28 * 28, nw = 16 * 16 * 9;
+	float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = malloc(16 * sizeof *b);
+	float *y = malloc(nx * sizeof *y), *want = malloc(nx * sizeof *want);
+	seq(x, nx, 5);
+	seq(w, nw, 3);
+	seq(b, 16, 7);
+	ref_conv(&p, x, w, b, want);
+	taprt_node n = rt_node(NULL, 0, NULL, 0, NULL, 0);
+	taprt_conv2d c2 = {1, 16, 28, 28, 16, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1};
+	taprt_act none = {.kind = TAPRT_ACT_NONE};
+	CU_ASSERT_EQUAL(taprt_conv_wino_f32(NULL, &n, x, w, b, NULL, y, &c2, &none), 1);
+	CU_ASSERT(close_f(y, want, nx));
+	free(x);
+	free(w);
+	free(b);
+	free(y);
+	free(want);
+	taprt_isa_limit(TAPRT_ISA_AVX512);
+	CU_ASSERT_EQUAL(taprt_isa(), saved);
+}
+
+/*
  * A W the graph computes changes between calls of one node (a Loop body, a
  * pipeline's micro-batches), at the same address: each call must use its
  * own values.  The shape is one oneDNN takes (conv_dnnl.c), whose kept,
@@ -1102,6 +1166,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_pointwise);
 	ADD(s, test_conv_threads);
 	ADD(s, test_conv_isa_variants);
+	ADD(s, test_conv_winograd);
 	ADD(s, test_conv_computed_weights);
 	ADD(s, test_maxpool);
 	ADD(s, test_maxpool_padded);

@@ -1,0 +1,330 @@
+/*
+ * conv_wino.c - f32 3x3 stride-1 convolutions by Winograd's minimal
+ * filtering F(4x4, 3x3), for AVX2 CPUs.
+ *
+ * Needs: GCC on x86-64 (target attributes, vector extensions), an AVX2 CPU
+ * (taprt_isa exactly AVX2: with AVX-512 oneDNN's own Winograd serves); the
+ * runtime's GEMM (taprt_sgemm) and epilogue (taprt_epilogue_f32).
+ * k_nn.c's conv_f32 asks here first for group-1 2-D 3x3 stride-1
+ * undilated convolutions of at least 16 channels and filters with a fixed
+ * W; 0 means declined, and the caller goes on to oneDNN or the rest.
+ *
+ * Why: oneDNN 2.6 has Winograd kernels only for AVX-512; on an AVX2 CPU its
+ * jit:avx2 direct kernels run ResNet-18's 3x3 layers at 57-83% of the
+ * GEMM's throughput (bench/README.md).  F(4x4, 3x3) (Lavin and Gray, "Fast
+ * Algorithms for Convolutional Neural Networks", CVPR 2016) computes a 4x4
+ * tile of outputs from the 6x6 input patch under it with 36 multiply-adds
+ * per filter and channel instead of 144: V = B^T d B per channel and tile,
+ * U = G g G^T per filter and channel (once per node, kept like oneDNN's
+ * reordered weights), then for each of the 36 positions xi the product
+ * M[xi] = U[xi] V[xi] ([M x C] by [C x tiles], 36 GEMMs), and Y = A^T M A.
+ *
+ * A unit of work is one image's band of tile rows (bands split across the
+ * rank's threads): each channel's rows of the band zero-padded into a small
+ * plane, the input transform 8 tiles at a time in AVX2 vectors (a row's
+ * tiles padded to a multiple of 8 so every vector is whole; the padding
+ * tiles' products are computed and dropped), V [C][36][tiles] and
+ * M [M][36][tiles] in the thread's scratch, the 36 products, then the
+ * output transform writes the band's output rows whole, and the bias,
+ * residual and activation go over them while they are in cache.
+ *
+ * Rounding: on Lavin and Gray's points (0, 1, -1, 2, -2 and infinity) the
+ * transforms hold coefficients up to 5 and 8, and test/fuse.sh's bigconvs
+ * output was 3.3e-4 off the im2col reference, past its tolerance.  The
+ * points 0, 1, -1, 1/2, -2 (Barabasz et al., "Error analysis and improving
+ * the accuracy of Winograd convolution for deep neural networks",
+ * arXiv:1803.10986) keep A^T's and B^T's coefficients small:
+ * bench/wino_points.py measures the float32 error of a 32-channel 4x4
+ * tile at 2.6e-5 largest, 1.0e-5 mean, against 5.6e-5 and 1.7e-5 on
+ * Lavin's (a float32 direct sum: 1.1e-5 and 3.7e-6), and bigconvs is
+ * 2.65e-4 off where oneDNN's direct kernel is 2.1e-4.  docs/runtime.md
+ * has the rest.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define WINO_X86 1
+#endif
+
+#ifdef WINO_X86
+
+#define AVX2 __attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast")))
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+typedef int v8i __attribute__((vector_size(32)));
+
+/* A node's transformed weights U[36][M][C], keyed like conv_dnnl.c's. */
+typedef struct Wino {
+	const void *key;                /* the node */
+	const float *w;                 /* its weights */
+	int64_t M, C;
+	float *u;
+	struct Wino *next;
+} Wino;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static Wino *cache;
+
+/* U = G g G^T for each filter m and channel c of w[M][C][3][3]; G rows
+ * (1/2, 0, 0), (1/6, 1/6, 1/6), (-1/6, 1/6, -1/6), (-16/15, -8/15, -4/15),
+ * (1/30, -1/15, 2/15), (0, 0, 1/2): the points 0, 1, -1, 1/2, -2 and
+ * infinity, rows scaled by powers of two so that B^T is whole numbers. */
+static void
+wino_weights(const float *w, int64_t M, int64_t C, float *u)
+{
+	static const double G[6][3] = {{1.0 / 2, 0, 0}, {1.0 / 6, 1.0 / 6, 1.0 / 6},
+		{-1.0 / 6, 1.0 / 6, -1.0 / 6}, {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+		{1.0 / 30, -1.0 / 15, 2.0 / 15}, {0, 0, 1.0 / 2}};
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t c = 0; c < C; c++) {
+			const float *g = w + (m * C + c) * 9;
+			double t[6][3];
+			for (int i = 0; i < 6; i++)
+				for (int k = 0; k < 3; k++)
+					t[i][k] = G[i][0] * g[k] + G[i][1] * g[3 + k] + G[i][2] * g[6 + k];
+			for (int i = 0; i < 6; i++)
+				for (int j = 0; j < 6; j++)
+					u[((i * 6 + j) * M + m) * C + c] = (float)(t[i][0] * G[j][0] +
+					    t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+		}
+}
+
+/* The node's U, made on its first call; NULL if out of memory. */
+static const float *
+wino_get(const taprt_node *n, const float *w, int64_t M, int64_t C)
+{
+	pthread_mutex_lock(&cache_lock);
+	Wino *p = cache;
+	while (p && !(p->key == n && p->w == w && p->M == M && p->C == C))
+		p = p->next;
+	pthread_mutex_unlock(&cache_lock);
+	if (p)
+		return p->u;
+	p = malloc(sizeof *p);
+	float *u = malloc(36 * M * C * sizeof *u);
+	if (!p || !u) {
+		free(p);
+		free(u);
+		return NULL;
+	}
+	wino_weights(w, M, C, u);
+	*p = (Wino){n, w, M, C, u, NULL};
+	pthread_mutex_lock(&cache_lock);
+	p->next = cache;
+	cache = p;
+	pthread_mutex_unlock(&cache_lock);
+	return u;
+}
+
+/* o = B^T i along one axis: B^T rows (2, -3, -4, 3, 2, 0), (0, -2, 1, 5, 2,
+ * 0), (0, 2, -5, 1, 2, 0), (0, -2, -1, 2, 1, 0), (0, 1, -2, -1, 2, 0),
+ * (0, 2, -3, -4, 3, 2). */
+static inline __attribute__((always_inline)) AVX2 void
+bt6(v8 *o, int os, const v8 *i, int is)
+{
+	v8 i0 = i[0], i1 = i[is], i2 = i[2 * is], i3 = i[3 * is], i4 = i[4 * is], i5 = i[5 * is];
+	o[0] = 2 * (i0 - 2 * i2 + i4) + 3 * (i3 - i1);
+	o[os] = i2 + 5 * i3 + 2 * (i4 - i1);
+	o[2 * os] = i3 - 5 * i2 + 2 * (i4 + i1);
+	o[3 * os] = i4 - i2 + 2 * (i3 - i1);
+	o[4 * os] = i1 - i3 + 2 * (i4 - i2);
+	o[5 * os] = 2 * (i1 - 2 * i3 + i5) + 3 * (i4 - i2);
+}
+
+/* o = A^T i along one axis: A^T rows (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2,
+ * 0), (0, 1, 1, 1/4, 4, 0), (0, 1, -1, 1/8, -8, 1). */
+static inline __attribute__((always_inline)) AVX2 void
+at6(v8 *o, int os, const v8 *i, int is)
+{
+	v8 i0 = i[0], i1 = i[is], i2 = i[2 * is], i3 = i[3 * is], i4 = i[4 * is], i5 = i[5 * is];
+	v8 s12 = i1 + i2, d12 = i1 - i2;
+	o[0] = i0 + s12 + i3 + i4;
+	o[os] = d12 + 0.5f * i3 - 2 * i4;
+	o[2 * os] = s12 + 0.25f * i3 + 4 * i4;
+	o[3 * os] = d12 + 0.125f * i3 - 8 * i4 + i5;
+}
+
+/*
+ * The input transform of one channel's band: pad holds its padded rows
+ * (Wq floats apart); tile (ty, tx) reads rows 4ty.. and columns 4tx..;
+ * v gets V[xi][t] for the band's tiles (xi's rows vs floats apart), 8
+ * tiles at a time.  A row of 8 tiles' patches is columns 4tx .. 4tx + 33:
+ * four vectors of 8 columns de-interleaved into columns 0-3 of each tile,
+ * and columns 4-5 are columns 0-1 of the next tile.
+ */
+static AVX2 void
+wino_in(const float *pad, int64_t Wq, int64_t rows, int64_t TWp, float *v, int64_t vs)
+{
+	for (int64_t ty = 0; ty < rows; ty++)
+		for (int64_t tx = 0; tx < TWp; tx += 8) {
+			v8 d[36], t[36];
+			for (int r = 0; r < 6; r++) {
+				const float *p = pad + (4 * ty + r) * Wq + 4 * tx;
+				v8 r0 = *(const v8u *)p, r1 = *(const v8u *)(p + 8);
+				v8 r2 = *(const v8u *)(p + 16), r3 = *(const v8u *)(p + 24);
+				v8i lo = {0, 4, 8, 12, 1, 5, 9, 13}, hi = {2, 6, 10, 14, 3, 7, 11, 15};
+				v8 a = __builtin_shuffle(r0, r1, lo), b = __builtin_shuffle(r0, r1, hi);
+				v8 c = __builtin_shuffle(r2, r3, lo), e = __builtin_shuffle(r2, r3, hi);
+				v8i first = {0, 1, 2, 3, 8, 9, 10, 11}, second = {4, 5, 6, 7, 12, 13, 14, 15};
+				v8 k0 = __builtin_shuffle(a, c, first), k1 = __builtin_shuffle(a, c, second);
+				v8 *dr = d + r * 6;
+				dr[0] = k0;
+				dr[1] = k1;
+				dr[2] = __builtin_shuffle(b, e, first);
+				dr[3] = __builtin_shuffle(b, e, second);
+				v8i next = {1, 2, 3, 4, 5, 6, 7, 8};
+				dr[4] = __builtin_shuffle(k0, (v8){p[32]}, next);
+				dr[5] = __builtin_shuffle(k1, (v8){p[33]}, next);
+			}
+			for (int k = 0; k < 6; k++)     /* B^T d: down the columns */
+				bt6(t + k, 6, d + k, 6);
+			for (int r = 0; r < 6; r++)     /* (B^T d) B: along the rows */
+				bt6(d + r * 6, 1, t + r * 6, 1);
+			float *o = v + ty * TWp + tx;
+			for (int xi = 0; xi < 36; xi++)
+				*(v8u *)(o + xi * vs) = d[xi];
+		}
+}
+
+/*
+ * The output transform of one filter's band: mo holds M[xi][t] (rows ms
+ * floats apart); the 4x4 outputs of tile (ty, tx) go to y's rows 4ty..
+ * (OW floats apart, nrow of them in the band), columns 4tx.. below OW.
+ */
+static AVX2 void
+wino_out(const float *mo, int64_t ms, int64_t rows, int64_t TWp, float *y, int64_t OW,
+    int64_t nrow)
+{
+	for (int64_t ty = 0; ty < rows; ty++)
+		for (int64_t tx = 0; tx < TWp && 4 * tx < OW; tx += 8) {
+			v8 m[36], t[24], o[16];
+			const float *p = mo + ty * TWp + tx;
+			for (int xi = 0; xi < 36; xi++)
+				m[xi] = *(const v8u *)(p + xi * ms);
+			for (int k = 0; k < 6; k++)     /* A^T m: down the columns */
+				at6(t + k, 6, m + k, 6);
+			for (int r = 0; r < 4; r++)     /* (A^T m) A: along the rows */
+				at6(o + r * 4, 1, t + r * 6, 1);
+			/* o[r*4 + s] holds output (r, s) of 8 tiles: interleave to
+			 * 32 consecutive columns of row r */
+			int64_t ncol = OW - 4 * tx < 32 ? OW - 4 * tx : 32;
+			for (int r = 0; r < 4 && 4 * ty + r < nrow; r++) {
+				v8 s0 = o[r * 4], s1 = o[r * 4 + 1], s2 = o[r * 4 + 2], s3 = o[r * 4 + 3];
+				v8 a = __builtin_shuffle(s0, s1, (v8i){0, 8, 1, 9, 2, 10, 3, 11});
+				v8 b = __builtin_shuffle(s2, s3, (v8i){0, 8, 1, 9, 2, 10, 3, 11});
+				v8 c = __builtin_shuffle(s0, s1, (v8i){4, 12, 5, 13, 6, 14, 7, 15});
+				v8 d = __builtin_shuffle(s2, s3, (v8i){4, 12, 5, 13, 6, 14, 7, 15});
+				v8 row[4] = {
+					__builtin_shuffle(a, b, (v8i){0, 1, 8, 9, 2, 3, 10, 11}),
+					__builtin_shuffle(a, b, (v8i){4, 5, 12, 13, 6, 7, 14, 15}),
+					__builtin_shuffle(c, d, (v8i){0, 1, 8, 9, 2, 3, 10, 11}),
+					__builtin_shuffle(c, d, (v8i){4, 5, 12, 13, 6, 7, 14, 15}),
+				};
+				float *q = y + (4 * ty + r) * OW + 4 * tx;
+				if (ncol == 32)
+					for (int k = 0; k < 4; k++)
+						*(v8u *)(q + 8 * k) = row[k];
+				else
+					memcpy(q, row, ncol * sizeof *q);
+			}
+		}
+}
+
+/* Rows [r0, r1) of plane x (H x W) into pad (rows Wq floats apart), column
+ * -PL first, zero outside the plane. */
+static void
+wino_pad(const float *x, int64_t H, int64_t W, int64_t r0, int64_t r1, int64_t PL, float *pad,
+    int64_t Wq)
+{
+	for (int64_t r = r0; r < r1; r++) {
+		float *d = pad + (r - r0) * Wq;
+		if (r < 0 || r >= H) {
+			memset(d, 0, Wq * sizeof *d);
+			continue;
+		}
+		int64_t c0 = PL < Wq ? PL : Wq, n = W < Wq - c0 ? W : Wq - c0;
+		memset(d, 0, c0 * sizeof *d);
+		memcpy(d + c0, x + r * W, n * sizeof *d);
+		memset(d + c0 + n, 0, (Wq - c0 - n) * sizeof *d);
+	}
+}
+
+/* Tiles a band aims at: the products are [M x C] by [C x tiles]. */
+#define WINO_BAND_TILES 128
+
+#endif /* WINO_X86 */
+
+int
+taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
+    const float *bias, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act)
+{
+#ifdef WINO_X86
+	if (taprt_isa() != TAPRT_ISA_AVX2 || getenv("TAPRT_NO_WINOGRAD") || !(n->fixed & 2) ||
+	    (cx && cx->step > 0) || c->KH != 3 || c->KW != 3 || c->SH != 1 || c->SW != 1 ||
+	    c->DH != 1 || c->DW != 1 || c->C < 16 || c->M < 16)
+		return 0;
+	const int64_t N = c->N, C = c->C, M = c->M, H = c->H, W = c->W, OH = c->OH, OW = c->OW;
+	const int64_t TH = (OH + 3) / 4, TW = (OW + 3) / 4, TWp = (TW + 7) & ~(int64_t)7;
+	/* enough tiles to make products worth their transforms (ResNet-18's
+	 * 14x14 and 7x7 layers stay with the direct kernels) */
+	if (TH * TWp < 48)
+		return 0;
+	const float *u = wino_get(n, w, M, C);
+	if (!u)
+		return taprt_fail(cx, "node '%s': out of memory for the Winograd weights", n->name);
+	const int T = taprt_team_size();
+	int64_t rows = WINO_BAND_TILES / TWp > 1 ? WINO_BAND_TILES / TWp : 1;
+	if (N * ((TH + rows - 1) / rows) < T) { /* a band for every thread */
+		int64_t per = (T + N - 1) / N;
+		rows = (TH + per - 1) / per;
+	}
+	const int64_t nb = (TH + rows - 1) / rows, P = OH * OW;
+	const int64_t nt = rows * TWp, Wq = 4 * TWp + 2, R = 4 * rows + 2;
+	const int64_t bytes = (36 * (C + M) * nt + R * Wq) * (int64_t)sizeof(float);
+	const bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
+	int failed = 0;
+	#pragma omp parallel for if (T > 1 && N * nb > 1) schedule(static)
+	for (int64_t bb = 0; bb < N * nb; bb++) {
+		const int64_t b = bb / nb, ty0 = bb % nb * rows;
+		const int64_t ty1 = ty0 + rows < TH ? ty0 + rows : TH, nr = ty1 - ty0;
+		const int64_t bt = nr * TWp;    /* this band's tiles */
+		float *v = taprt_scratch(bytes);
+		if (!v) {
+			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		float *mo = v + 36 * C * bt, *pad = mo + 36 * M * bt;
+		const float *xb = x + b * C * H * W;
+		/* V[c][xi][t] and M[m][xi][t]: what one channel's transform
+		 * writes and one filter's reads is one contiguous block */
+		for (int64_t ch = 0; ch < C; ch++) {
+			wino_pad(xb + ch * H * W, H, W, 4 * ty0 - c->PT, 4 * ty0 - c->PT + 4 * nr + 2,
+			    c->PL, pad, Wq);
+			wino_in(pad, Wq, nr, TWp, v + ch * 36 * bt, bt);
+		}
+		for (int xi = 0; xi < 36; xi++)
+			taprt_sgemm(false, false, M, bt, C, 1.0f, u + xi * M * C, C, v + xi * bt, 36 * bt,
+			    0.0f, mo + xi * bt, 36 * bt);
+		const int64_t oh0 = 4 * ty0, oh1 = 4 * ty1 < OH ? 4 * ty1 : OH;
+		for (int64_t m = 0; m < M; m++) {
+			float *ym = y + (b * M + m) * P;
+			wino_out(mo + m * 36 * bt, bt, nr, TWp, ym + oh0 * OW, OW, oh1 - oh0);
+			if (epi)
+				taprt_epilogue_f32(ym + oh0 * OW, (oh1 - oh0) * OW, bias ? bias[m] : 0,
+				    z ? z + (b * M + m) * P + oh0 * OW : NULL, act);
+		}
+	}
+	if (failed)
+		return taprt_fail(cx, "node '%s': out of memory for the Winograd buffers", n->name);
+	return 1;
+#else
+	(void)cx, (void)n, (void)x, (void)w, (void)bias, (void)z, (void)y, (void)c, (void)act;
+	return 0;
+#endif
+}
