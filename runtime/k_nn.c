@@ -708,15 +708,12 @@ unpad_f32(const float *restrict acc, int64_t pitch, int64_t OH, int64_t OW, floa
  * 8-float vectors with AVX2 (12 of 16).  The AVX2 code was a clone of the
  * AVX-512 one before, and GCC kept its eight 64-byte accumulators on the
  * stack: MobileNetV3's first layer took 1.9 ms instead of 0.35.  Other
- * CPUs take direct_kernel_f32's portable loop.
+ * CPUs take the portable instance, p16.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define DK_X86 1
 #endif
 
-typedef float v16f __attribute__((vector_size(64), aligned(4)));
-
-#ifdef DK_X86
 /* dk_block_S: blocks of 16 positions x mb <= MB filters (mb constant after
  * inlining); dk_kernel_S: every filter, MB at a time. */
 #define DK_IMPL(S, VW, MB)                                                        \
@@ -774,40 +771,22 @@ dk_kernel_##S(const float *restrict planes, int64_t stride, const int64_t *restr
 #define DK_CASES_y8 DK_C(y8, 1) DK_C(y8, 2) DK_C(y8, 3) DK_C(y8, 4) DK_C(y8, 5) DK_C(y8, 6)
 #define DK_CASES_z16 DK_C(z16, 1) DK_C(z16, 2) DK_C(z16, 3) DK_C(z16, 4) DK_C(z16, 5) \
 	DK_C(z16, 6) DK_C(z16, 7) DK_C(z16, 8)
-/* fp-contract: the multiply-adds as fused ones (-std=c11 turns the
- * contraction off) */
+#define DK_CASES_p16 DK_C(p16, 1) DK_C(p16, 2) DK_C(p16, 3) DK_C(p16, 4) DK_C(p16, 5) \
+	DK_C(p16, 6) DK_C(p16, 7) DK_C(p16, 8)
+/* fp-contract: the multiply-adds as fused ones where the CPU has them
+ * (-std=c11 turns the contraction off) */
 #define DK_ATTR_z16 target("arch=x86-64-v4"), optimize("fp-contract=fast")
 #define DK_ATTR_y8 target("arch=x86-64-v3"), optimize("fp-contract=fast")
+#define DK_ATTR_p16 optimize("fp-contract=fast")
+#ifdef DK_X86
 DK_IMPL(z16, 16, 8)
 DK_IMPL(y8, 8, 6)
-#endif /* DK_X86 */
+#endif
+/* the portable kernel: 8 filters x 16 positions in the compiler's generic
+ * vectors */
+DK_IMPL(p16, 16, 8)
 
-/* The portable kernel: 16 positions x 8 filters in the compiler's generic
- * vectors. */
-static inline __attribute__((always_inline)) void
-direct_block_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
-    int64_t ntaps, const float *restrict w, int64_t Cg, float *restrict out, int64_t n,
-    int64_t lenr, int64_t m0, int mb)
-{
-	for (int64_t i0 = 0; i0 < n; i0 += 16) {
-		v16f acc[8] = {{0}};
-		for (int64_t c = 0; c < Cg; c++) {
-			const float *pc = planes + c * stride + i0;
-			const float *wc = w + (m0 * Cg + c) * ntaps;
-			for (int64_t t = 0; t < ntaps; t++) {
-				v16f v = *(const v16f *)(pc + off[t]);
-				for (int mm = 0; mm < mb; mm++)
-					acc[mm] += wc[mm * Cg * ntaps + t] * v;
-			}
-		}
-		for (int mm = 0; mm < mb; mm++)
-			*(v16f *)(out + (m0 + mm) * lenr + i0) = acc[mm];
-	}
-}
-
-/* fp-contract: the portable loop's multiply-adds as fused ones where the
- * clone has them (-std=c11 turns the contraction off) */
-TAPRT_CLONES __attribute__((optimize("fp-contract=fast"))) static void
+static void
 direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
     int64_t ntaps, const float *restrict w, int64_t Cg, int64_t Mg, float *restrict out,
     int64_t n, int64_t lenr)
@@ -823,25 +802,7 @@ direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *r
 		return;
 	}
 #endif
-	if (Mg == 1) { /* depthwise: one accumulator, the taps' loads are the cost */
-		for (int64_t i0 = 0; i0 < n; i0 += 16) {
-			v16f acc = {0};
-			for (int64_t c = 0; c < Cg; c++)
-				for (int64_t t = 0; t < ntaps; t++)
-					acc += w[c * ntaps + t] * *(const v16f *)(planes + c * stride + off[t] + i0);
-			*(v16f *)(out + i0) = acc;
-		}
-		return;
-	}
-	for (int64_t m0 = 0; m0 < Mg; m0 += 8) {
-		/* a whole block of 8 with constant bounds, so that the filter
-		 * loop unrolls without a test per multiply-add */
-		if (Mg - m0 >= 8)
-			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, n, lenr, m0, 8);
-		else
-			direct_block_f32(planes, stride, off, ntaps, w, Cg, out, n, lenr, m0,
-			    (int)(Mg - m0));
-	}
+	dk_kernel_p16(planes, stride, off, ntaps, w, Cg, Mg, out, n, lenr);
 }
 
 /* Output rows per chunk of a direct Conv: the chunk's accumulators (Mg
