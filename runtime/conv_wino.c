@@ -19,14 +19,17 @@
  * reordered weights), then for each of the 36 positions xi the product
  * M[xi] = U[xi] V[xi] ([M x C] by [C x tiles], 36 GEMMs), and Y = A^T M A.
  *
- * A unit of work is one image's band of tile rows (bands split across the
- * rank's threads): each channel's rows of the band zero-padded into a small
- * plane, the input transform 8 tiles at a time in AVX2 vectors (a row's
- * tiles padded to a multiple of 8 so every vector is whole; the padding
- * tiles' products are computed and dropped), V [C][36][tiles] and
- * M [M][36][tiles] in the thread's scratch, the 36 products, then the
- * output transform writes the band's output rows whole, and the bias,
- * residual and activation go over them while they are in cache.
+ * A unit of work is one image's band of tile rows: each channel's rows of
+ * the band zero-padded into a small plane, the input transform 8 tiles at
+ * a time in AVX2 vectors (a row's tiles padded to a multiple of 8 so every
+ * vector is whole; the padding tiles' products are computed and dropped),
+ * V [C][36][tiles] and M [M][36][tiles] in scratch, the 36 products, then
+ * the output transform writes the band's output rows whole, and the bias,
+ * residual and activation go over them while they are in cache.  With at
+ * least four bands a thread the rank's threads take whole bands; with
+ * fewer (one image) the team works on one band at a time, channels shared
+ * out for the input transform and, after a barrier, filters for the
+ * products and the output transform.
  *
  * Rounding: on Lavin and Gray's points (0, 1, -1, 2, -2 and infinity) the
  * transforms hold coefficients up to 5 and 8, and test/fuse.sh's bigconvs
@@ -258,6 +261,53 @@ wino_pad(const float *x, int64_t H, int64_t W, int64_t r0, int64_t r1, int64_t P
 /* Tiles a band aims at: the products are [M x C] by [C x tiles]. */
 #define WINO_BAND_TILES 128
 
+/* One band's geometry: image b, tile rows [ty0, ty1) (bt tiles, a row's
+ * TWp), V [C][36][bt] and M [M][36][bt] in its buffers. */
+typedef struct {
+	const taprt_conv2d *c;
+	int64_t TWp, Wq, b, ty0, nr, bt;
+	float *v, *mo;
+} WinoBand;
+
+/* The input transform of channels [c0, c1) of the band, pad holding
+ * (4 nr + 2) rows of Wq floats. */
+static void
+wino_band_in(const WinoBand *B, const float *x, int64_t c0, int64_t c1, float *pad)
+{
+	const taprt_conv2d *c = B->c;
+	const float *xb = x + B->b * c->C * c->H * c->W;
+	for (int64_t ch = c0; ch < c1; ch++) {
+		wino_pad(xb + ch * c->H * c->W, c->H, c->W, 4 * B->ty0 - c->PT,
+		    4 * B->ty0 - c->PT + 4 * B->nr + 2, c->PL, pad, B->Wq);
+		wino_in(pad, B->Wq, B->nr, B->TWp, B->v + ch * 36 * B->bt, B->bt);
+	}
+}
+
+/* Filters [m0, m1) of the band: their rows of the 36 products (on the
+ * calling thread: taprt_sgemm inside a team stays serial), the output
+ * transform and the epilogue. */
+static void
+wino_band_out(const WinoBand *B, const float *u, const float *bias, const float *z, float *y,
+    const taprt_act *act, int64_t m0, int64_t m1)
+{
+	const taprt_conv2d *c = B->c;
+	const int64_t M = c->M, C = c->C, OH = c->OH, OW = c->OW, P = OH * OW, bt = B->bt;
+	if (m1 <= m0)
+		return;
+	for (int xi = 0; xi < 36; xi++)
+		taprt_sgemm(false, false, m1 - m0, bt, C, 1.0f, u + (xi * M + m0) * C, C,
+		    B->v + xi * bt, 36 * bt, 0.0f, B->mo + m0 * 36 * bt + xi * bt, 36 * bt);
+	const int64_t oh0 = 4 * B->ty0, oh1 = 4 * (B->ty0 + B->nr) < OH ? 4 * (B->ty0 + B->nr) : OH;
+	const bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
+	for (int64_t m = m0; m < m1; m++) {
+		float *ym = y + (B->b * M + m) * P;
+		wino_out(B->mo + m * 36 * bt, bt, B->nr, B->TWp, ym + oh0 * OW, OW, oh1 - oh0);
+		if (epi)
+			taprt_epilogue_f32(ym + oh0 * OW, (oh1 - oh0) * OW, bias ? bias[m] : 0,
+			    z ? z + (B->b * M + m) * P + oh0 * OW : NULL, act);
+	}
+}
+
 #endif /* WINO_X86 */
 
 int
@@ -269,7 +319,7 @@ taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
 	    (cx && cx->step > 0) || c->KH != 3 || c->KW != 3 || c->SH != 1 || c->SW != 1 ||
 	    c->DH != 1 || c->DW != 1 || c->C < 16 || c->M < 16)
 		return 0;
-	const int64_t N = c->N, C = c->C, M = c->M, H = c->H, W = c->W, OH = c->OH, OW = c->OW;
+	const int64_t N = c->N, C = c->C, M = c->M, OH = c->OH, OW = c->OW;
 	const int64_t TH = (OH + 3) / 4, TW = (OW + 3) / 4, TWp = (TW + 7) & ~(int64_t)7;
 	/* enough tiles to make products worth their transforms (ResNet-18's
 	 * 14x14 and 7x7 layers stay with the direct kernels) */
@@ -280,45 +330,59 @@ taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
 		return taprt_fail(cx, "node '%s': out of memory for the Winograd weights", n->name);
 	const int T = taprt_team_size();
 	int64_t rows = WINO_BAND_TILES / TWp > 1 ? WINO_BAND_TILES / TWp : 1;
-	if (N * ((TH + rows - 1) / rows) < T) { /* a band for every thread */
+	/* Few bands for the team (one image: ResNet-18's 56x56 layer is two
+	 * bands of 8 and 6 tile rows, its 28x28 one 7 rows): the team works
+	 * on one band at a time, each thread transforming an equal share of
+	 * the channels, then (after a barrier) computing an equal share of
+	 * the filters; banded, a thread per band, 56x56 split 57:43.  With
+	 * many bands each thread takes whole bands (no barriers). */
+	const bool coop = T > 1 && N * ((TH + rows - 1) / rows) < 4 * T && M >= 16 * T;
+	if (T > 1 && !coop && N * ((TH + rows - 1) / rows) < T) { /* a band for every thread */
 		int64_t per = (T + N - 1) / N;
 		rows = (TH + per - 1) / per;
 	}
-	const int64_t nb = (TH + rows - 1) / rows, P = OH * OW;
+	const int64_t nb = (TH + rows - 1) / rows;
 	const int64_t nt = rows * TWp, Wq = 4 * TWp + 2, R = 4 * rows + 2;
-	const int64_t bytes = (36 * (C + M) * nt + R * Wq) * (int64_t)sizeof(float);
-	const bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
 	int failed = 0;
+	if (coop) {
+		float *v = taprt_scratch((36 * (C + M) * nt + T * R * Wq) * (int64_t)sizeof(float));
+		if (!v)
+			return taprt_fail(cx, "node '%s': out of memory for the Winograd buffers",
+			    n->name);
+		#pragma omp parallel
+		{
+			int id, TT = taprt_team(&id);
+			float *pad = v + 36 * (C + M) * nt + id * R * Wq;
+			/* filter shares in multiples of 8 (whole GEMM row blocks) */
+			int64_t m0 = (M * id / TT + 4) & ~(int64_t)7;
+			int64_t m1 = id == TT - 1 ? M : (M * (id + 1) / TT + 4) & ~(int64_t)7;
+			for (int64_t bb = 0; bb < N * nb; bb++) {
+				const int64_t ty0 = bb % nb * rows;
+				const int64_t nr = ty0 + rows < TH ? rows : TH - ty0;
+				WinoBand B = {c, TWp, Wq, bb / nb, ty0, nr, nr * TWp, v, NULL};
+				B.mo = v + 36 * C * B.bt;
+				wino_band_in(&B, x, C * id / TT, C * (id + 1) / TT, pad);
+				#pragma omp barrier
+				wino_band_out(&B, u, bias, z, y, act, m0, m1);
+				#pragma omp barrier     /* V is the next band's */
+			}
+		}
+		return 1;
+	}
+	const int64_t bytes = (36 * (C + M) * nt + R * Wq) * (int64_t)sizeof(float);
 	#pragma omp parallel for if (T > 1 && N * nb > 1) schedule(static)
 	for (int64_t bb = 0; bb < N * nb; bb++) {
-		const int64_t b = bb / nb, ty0 = bb % nb * rows;
-		const int64_t ty1 = ty0 + rows < TH ? ty0 + rows : TH, nr = ty1 - ty0;
-		const int64_t bt = nr * TWp;    /* this band's tiles */
-		float *v = taprt_scratch(bytes);
-		if (!v) {
+		const int64_t ty0 = bb % nb * rows, nr = ty0 + rows < TH ? rows : TH - ty0;
+		WinoBand B = {c, TWp, Wq, bb / nb, ty0, nr, nr * TWp, taprt_scratch(bytes), NULL};
+		if (!B.v) {
 			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		float *mo = v + 36 * C * bt, *pad = mo + 36 * M * bt;
-		const float *xb = x + b * C * H * W;
 		/* V[c][xi][t] and M[m][xi][t]: what one channel's transform
 		 * writes and one filter's reads is one contiguous block */
-		for (int64_t ch = 0; ch < C; ch++) {
-			wino_pad(xb + ch * H * W, H, W, 4 * ty0 - c->PT, 4 * ty0 - c->PT + 4 * nr + 2,
-			    c->PL, pad, Wq);
-			wino_in(pad, Wq, nr, TWp, v + ch * 36 * bt, bt);
-		}
-		for (int xi = 0; xi < 36; xi++)
-			taprt_sgemm(false, false, M, bt, C, 1.0f, u + xi * M * C, C, v + xi * bt, 36 * bt,
-			    0.0f, mo + xi * bt, 36 * bt);
-		const int64_t oh0 = 4 * ty0, oh1 = 4 * ty1 < OH ? 4 * ty1 : OH;
-		for (int64_t m = 0; m < M; m++) {
-			float *ym = y + (b * M + m) * P;
-			wino_out(mo + m * 36 * bt, bt, nr, TWp, ym + oh0 * OW, OW, oh1 - oh0);
-			if (epi)
-				taprt_epilogue_f32(ym + oh0 * OW, (oh1 - oh0) * OW, bias ? bias[m] : 0,
-				    z ? z + (b * M + m) * P + oh0 * OW : NULL, act);
-		}
+		B.mo = B.v + 36 * C * B.bt;
+		wino_band_in(&B, x, 0, C, B.mo + 36 * M * B.bt);
+		wino_band_out(&B, u, bias, z, y, act, 0, M);
 	}
 	if (failed)
 		return taprt_fail(cx, "node '%s': out of memory for the Winograd buffers", n->name);

@@ -815,8 +815,10 @@ test_conv_isa_variants(void)
  * capped to AVX2) against the naive convolution: one and several bands of
  * tile rows, partial tiles at the right and bottom edges, a row of more
  * than 8 tiles, asymmetric and no pads, channel and filter counts off 8,
- * two images, bias, residual and activations, one and two threads, at
- * the tolerance of every other kernel (close_f; on Lavin's points the
+ * two images, bias, residual and activations, one and two threads (with
+ * two, both ways of splitting: a band per thread, and the team on one
+ * band, channels then filters shared out), at the tolerance of every
+ * other kernel (close_f; on Lavin's points the
  * 64-channel case was past it); and a direct call that must not decline,
  * so the cases above are known to run it.
  */
@@ -834,6 +836,9 @@ test_conv_winograd(void)
 		case2d(2, 17, 24, 1, 30, 27, 3, 3, 1, 1, 0, 2, 1, 0),   /* asymmetric pads */
 		case2d(1, 16, 20, 1, 26, 40, 3, 3, 1, 1, 0, 0, 0, 0),   /* no pads, 10 tiles a row */
 		case2d(1, 24, 16, 1, 33, 23, 3, 3, 1, 1, 1, 1, 1, 1),
+		/* a team on one band: channel and filter shares off 8 */
+		case2d(1, 33, 40, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(2, 32, 32, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1),  /* a band per image */
 	};
 #ifdef _OPENMP
 	int nt = omp_get_max_threads();
