@@ -261,8 +261,8 @@ wino_pad(const float *x, int64_t H, int64_t W, int64_t r0, int64_t r1, int64_t P
 /* Tiles a band aims at: the products are [M x C] by [C x tiles]. */
 #define WINO_BAND_TILES 128
 
-/* One band's geometry: image b, tile rows [ty0, ty1) (bt tiles, a row's
- * TWp), V [C][36][bt] and M [M][36][bt] in its buffers. */
+/* One band: image b, tile rows ty0 .. ty0 + nr - 1 (bt tiles, TWp a row),
+ * V [C][36][bt] at v and M [M][36][bt] at mo. */
 typedef struct {
 	const taprt_conv2d *c;
 	int64_t TWp, Wq, b, ty0, nr, bt;
@@ -331,10 +331,10 @@ taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
 	const int T = taprt_team_size();
 	int64_t rows = WINO_BAND_TILES / TWp > 1 ? WINO_BAND_TILES / TWp : 1;
 	/* Few bands for the team (one image: ResNet-18's 56x56 layer is two
-	 * bands of 8 and 6 tile rows, its 28x28 one 7 rows): the team works
-	 * on one band at a time, each thread transforming an equal share of
-	 * the channels, then (after a barrier) computing an equal share of
-	 * the filters; banded, a thread per band, 56x56 split 57:43.  With
+	 * bands of 8 and 6 tile rows, its 28x28 one 7 rows, which a band per
+	 * thread split 8:6 and 4:3): the team works on one band at a time,
+	 * each thread transforming an equal share of the channels, then
+	 * (after a barrier) computing an equal share of the filters.  With
 	 * many bands each thread takes whole bands (no barriers). */
 	const bool coop = T > 1 && N * ((TH + rows - 1) / rows) < 4 * T && M >= 16 * T;
 	if (T > 1 && !coop && N * ((TH + rows - 1) / rows) < T) { /* a band for every thread */
