@@ -818,9 +818,9 @@ test_conv_isa_variants(void)
  * two images, bias, residual and activations, one and two threads (with
  * two, both ways of splitting: a band per thread, and the team on one
  * band, channels then filters shared out), at the tolerance of every
- * other kernel (close_f; on Lavin's points the
- * 64-channel case was past it); and a direct call that must not decline,
- * so the cases above are known to run it.
+ * other kernel (close_f; on Lavin's points the 64-channel case was past
+ * it); and a direct call that must not decline, so the cases above are
+ * known to run it.
  */
 static void
 test_conv_winograd(void)
