@@ -176,6 +176,15 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 	case TAPRT_F32: {
 		const float *ad = a->data, *bd = b->data;
 		float *yd = y->data;
+		/* a weight's product: B packed once (gemm_pack.c) */
+		if (batch == 1 && (n->fixed & 2) && ra >= 2 && rb == 2) {
+			int rc = taprt_sgemm_fixed_b(cx, n, false, M, N, K, ad, K, bd, N, false, yd,
+			    N, NULL, NULL, NULL);
+			if (rc < 0)
+				taprt_fail(cx, "node '%s' (MatMul): out of memory", n->name);
+			if (rc != 0)
+				break;
+		}
 		/* attention's per-head products: too small for the library to
 		 * thread, so the batch is split across the rank's threads */
 		if (batch > 1 && M * N * K <= (1 << 22) && TAPRT_PAR(batch * M * N)) {
@@ -242,11 +251,23 @@ taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
 		    (long long)(z ? z->numel : 0), (long long)y->numel);
 		return;
 	}
+	float *yd = y->data;
+	const float *bd = bias ? bias->data : NULL, *zd = z ? z->data : NULL;
+	/* a weight's product with the epilogue in it (gemm_pack.c) */
+	const taprt_tensor *a = n->in[0], *b = n->in[1];
+	if ((n->fixed & 2) && a->rank >= 2 && b->rank == 2 && y->numel > 0 &&
+	    a->dims[a->rank - 1] == b->dims[0]) {
+		int64_t K = b->dims[0];
+		int rc = taprt_sgemm_fixed_b(cx, n, false, y->numel / N, N, K, a->data, K, b->data,
+		    N, false, yd, N, bd, zd, &act);
+		if (rc < 0)
+			taprt_fail(cx, "node '%s' (FusedMatMul): out of memory", n->name);
+		if (rc != 0)
+			return;
+	}
 	taprt_op_MatMul(cx, n);
 	if (cx->error[0] || y->numel == 0)
 		return;
-	float *yd = y->data;
-	const float *bd = bias ? bias->data : NULL, *zd = z ? z->data : NULL;
 	int64_t rows = y->numel / N;
 	#pragma omp parallel for if (TAPRT_PAR(y->numel)) schedule(static)
 	for (int64_t r = 0; r < rows; r++)
@@ -310,9 +331,17 @@ taprt_op_Gemm(taprt_ctx *cx, const taprt_node *n)
 	float yb = have_c ? 1.0f : 0.0f;
 	int64_t lda = a->dims[1], ldb = b->dims[1];
 	switch (y->dtype) {
-	case TAPRT_F32:
-		taprt_sgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data, N);
+	case TAPRT_F32: {
+		/* a weight's product: B packed once (gemm_pack.c) */
+		int rc = !ta && alpha == 1 && (n->fixed & 2) ? taprt_sgemm_fixed_b(cx, n, tb, M, N,
+		    K, a->data, lda, b->data, ldb, have_c, y->data, N, NULL, NULL, NULL) : 0;
+		if (rc < 0)
+			taprt_fail(cx, "node '%s' (Gemm): out of memory", n->name);
+		if (rc == 0)
+			taprt_sgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data,
+			    N);
 		break;
+	}
 	case TAPRT_F64:
 		taprt_dgemm(ta, tb, M, N, K, alpha, a->data, lda, b->data, ldb, yb, y->data, N);
 		break;

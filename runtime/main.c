@@ -269,6 +269,7 @@ done:
 		    cx.error[0] ? cx.error : "failed");
 		rank_failed(a);
 	}
+	taprt_packs_free(&cx);
 	free(cx.arena);
 	free(cx.weights);
 	return NULL;

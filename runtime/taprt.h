@@ -186,8 +186,12 @@ typedef struct taprt_ctx {
 					 * schedule is for */
 	bool first_backward;            /* that step is the stage's first backward of the
 					 * training step: GradAccumulate starts its sums */
+	struct taprt_packs *packs;      /* weights packed for products, kept from the first
+	                                 * run (gemm_pack.c); taprt_packs_free frees them */
 	char error[256];                /* set with a non-zero return */
 } taprt_ctx;
+/* Free what a context keeps between runs (cx->packs); whoever made cx. */
+void taprt_packs_free(taprt_ctx *cx);
 
 /*
  * Where a weight's bytes are: a byte range of a model file (files[file]),

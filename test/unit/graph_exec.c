@@ -251,6 +251,7 @@ gx_run(GExec *x, NodeId from, NodeId to)
 		taprt_ctx cx;
 		memset(&cx, 0, sizeof cx);
 		k(&cx, &x->n[id]);
+		taprt_packs_free(&cx);
 		if (cx.error[0]) {
 			snprintf(x->error, sizeof x->error, "%s", cx.error);
 			return false;

@@ -63,6 +63,7 @@ rt_run(kernel *op, taprt_tensor **in, int nin, taprt_tensor **out, int nout,
 	n.opset = opset;
 	op(&cx, &n);
 	CU_ASSERT_STRING_EQUAL(cx.error, "");
+	taprt_packs_free(&cx);
 }
 
 #endif

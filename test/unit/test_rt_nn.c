@@ -273,6 +273,146 @@ test_gemm(void)
 		}
 }
 
+/*
+ * Products against a weight packed once (gemm_pack.c), through FusedMatMul,
+ * MatMul and Gemm with a context (the packs live in it), at one and two
+ * threads, against a double-precision loop: rows past the 144-row blocks
+ * and off the 6-row slivers, K past the 256 chunks, N off the 16-column
+ * panels, B transposed, Gemm's C added, bias, residual and activations in
+ * the epilogue; each node run twice (the second on the kept panels).  On a
+ * CPU without AVX2 the same calls run the library's product.
+ */
+typedef struct {
+	int64_t M, K, N;                /* A [2, M/2, K] for FusedMatMul */
+} pkcase;
+
+static int
+packed_case(const pkcase *p, int tb, int bias, int z, const char *act)
+{
+	int64_t M = p->M, K = p->K, N = p->N;
+	float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+	float *bv = malloc(N * sizeof *bv), *zv = malloc(M * N * sizeof *zv);
+	float *y = malloc(M * N * sizeof *y), *want = malloc(M * N * sizeof *want);
+	seq(a, M * K, 5);
+	seq(b, K * N, 3);
+	seq(bv, N, 7);
+	seq(zv, M * N, 11);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double v = 0;
+			for (int64_t k = 0; k < K; k++) /* b is [N, K] when tb */
+				v += (double)a[i * K + k] * (tb ? b[j * K + k] : b[k * N + j]);
+			v += (bias ? bv[j] : 0) + (z ? zv[i * N + j] : 0);
+			if (!strcmp(act, "Relu"))
+				v = v > 0 ? v : 0;
+			else if (!strcmp(act, "Gelu"))
+				v = v * (erf(v / sqrt(2.0)) + 1) * 0.5;
+			want[i * N + j] = (float)v;
+		}
+	taprt_tensor ta = rt_tensor(TAPRT_F32, a, 3, DIMS(2, M / 2, K));
+	taprt_tensor tw = tb ? rt_tensor(TAPRT_F32, b, 2, DIMS(N, K)) :
+	    rt_tensor(TAPRT_F32, b, 2, DIMS(K, N));
+	taprt_tensor tbias = rt_tensor(TAPRT_F32, bv, 1, DIMS(N));
+	taprt_tensor tz = rt_tensor(TAPRT_F32, zv, 3, DIMS(2, M / 2, N));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 3, DIMS(2, M / 2, N));
+	taprt_ctx cx;
+	memset(&cx, 0, sizeof cx);
+	int ok = 1;
+	for (int run = 0; run < 2 && ok; run++) {
+		memset(y, 0, M * N * sizeof *y);
+		if (tb) {               /* Gemm transB, C (the residual) added */
+			ta = rt_tensor(TAPRT_F32, a, 2, DIMS(M, K));
+			tz = rt_tensor(TAPRT_F32, zv, 2, DIMS(M, N));
+			ty = rt_tensor(TAPRT_F32, y, 2, DIMS(M, N));
+			taprt_tensor *in[] = {&ta, &tw, &tz}, *out[] = {&ty};
+			taprt_attr at[] = {A_INT("transB", 1)};
+			taprt_node n = rt_node(in, z ? 3 : 2, out, 1, at, 1);
+			taprt_op_Gemm(&cx, &n);
+		} else if (!bias && !z && !*act) {
+			taprt_tensor *in[] = {&ta, &tw}, *out[] = {&ty};
+			taprt_node n = rt_node(in, 2, out, 1, NULL, 0);
+			taprt_op_MatMul(&cx, &n);
+		} else {
+			taprt_tensor *in[] = {&ta, &tw, bias ? &tbias : NULL, z ? &tz : NULL};
+			taprt_tensor *out[] = {&ty};
+			taprt_attr at[] = {A_STR("activation", act)};
+			taprt_node n = rt_node(in, 4, out, 1, at, *act ? 1 : 0);
+			taprt_op_FusedMatMul(&cx, &n);
+		}
+		ok = !cx.error[0] && close_f(y, want, M * N);
+		if (!ok)
+			printf("  %lldx%lldx%lld tb %d bias %d z %d act '%s' run %d: %s\n",
+			    (long long)M, (long long)K, (long long)N, tb, bias, z, act, run, cx.error);
+	}
+	/* the panels are kept in the context exactly when AVX2's kernel ran */
+	if (ok && (cx.packs != NULL) != (taprt_isa() == TAPRT_ISA_AVX2)) {
+		printf("  %lldx%lldx%lld: packs %s\n", (long long)M, (long long)K, (long long)N,
+		    cx.packs ? "kept" : "missing");
+		ok = 0;
+	}
+	taprt_packs_free(&cx);
+	CU_ASSERT_PTR_NULL(cx.packs);
+	free(a);
+	free(b);
+	free(bv);
+	free(zv);
+	free(y);
+	free(want);
+	return ok;
+}
+
+static void
+test_matmul_packed(void)
+{
+	pkcase cs[] = {
+		{150, 300, 50},         /* M: a block and 6 rows; K: a chunk and 44; N: 3 panels + 2 */
+		{16, 64, 1024},         /* the smallest M taken */
+		{38, 520, 66},          /* K: two chunks and 8 */
+		{300, 17, 256},
+	};
+	int saved = taprt_isa();
+#ifdef _OPENMP
+	int nt = omp_get_max_threads();
+#endif
+	for (int t = 1; t <= 2; t++) {
+#ifdef _OPENMP
+		omp_set_num_threads(t);
+#endif
+		for (int i = 0; i < (int)NELEM(cs); i++) {
+			CU_ASSERT(packed_case(&cs[i], 0, 0, 0, ""));
+			CU_ASSERT(packed_case(&cs[i], 0, 1, 1, "Relu"));
+			CU_ASSERT(packed_case(&cs[i], 0, 1, 0, "Gelu"));
+			CU_ASSERT(packed_case(&cs[i], 0, 0, 1, ""));
+			CU_ASSERT(packed_case(&cs[i], 1, 0, 0, ""));
+			CU_ASSERT(packed_case(&cs[i], 1, 0, 1, ""));
+		}
+	}
+#ifdef _OPENMP
+	omp_set_num_threads(nt);
+#endif
+	/* declined before anything is written: no context, a training step, a
+	 * small product */
+	float a[16 * 64] = {0}, b[64 * 1024] = {0}, c[16 * 1024];
+	taprt_ctx cx;
+	memset(&cx, 0, sizeof cx);
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(NULL, b, false, 16, 1024, 64, a, 64, b, 1024, false, c,
+	    1024, NULL, NULL, NULL), 0);
+	cx.step = 1;
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, 16, 1024, 64, a, 64, b, 1024, false, c,
+	    1024, NULL, NULL, NULL), 0);
+	cx.step = 0;
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, 8, 1024, 64, a, 64, b, 1024, false, c,
+	    1024, NULL, NULL, NULL), 0);
+	CU_ASSERT_PTR_NULL(cx.packs);
+	/* below AVX2, declined */
+	taprt_isa_limit(TAPRT_ISA_BASE);
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, 16, 1024, 64, a, 64, b, 1024, false, c,
+	    1024, NULL, NULL, NULL), 0);
+	taprt_isa_limit(TAPRT_ISA_AVX512);
+	CU_ASSERT_EQUAL(taprt_isa(), saved);
+	taprt_packs_free(&cx);
+}
+
 /* One-row and one-column products (the library's gemv), every transpose,
  * with alpha and beta: a classifier's [1,K] @ W^T and its transpose. */
 static void
@@ -1165,6 +1305,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_gemm);
 	ADD(s, test_gemm_int);
 	ADD(s, test_gemm_vector);
+	ADD(s, test_matmul_packed);
 	ADD(s, test_conv_basic);
 	ADD(s, test_conv_oracle);
 	ADD(s, test_conv_depthwise);

@@ -63,6 +63,7 @@ rank_main(void *p)
 	cx.tp_rank = taprt_coords_of(&l, r).tp_rank;
 	cx.tp_group = (taprt_group){taprt_group_of(&l, r, TAPRT_GROUP_TP, t->groups[r]), t->groups[r]};
 	t->fn(t, &cx);
+	taprt_packs_free(&cx);
 	return NULL;
 }
 
