@@ -92,7 +92,7 @@ main(int argc, char **argv)
 			b[i] = (float)((i * 3) % 11) * 0.1f - 0.5f;
 		taprt_ctx cx;
 		memset(&cx, 0, sizeof cx);
-		if (taprt_sgemm_fixed_b(&cx, b, false, M, N, K, a, K, b, N, false, c, N, NULL, NULL,
+		if (taprt_sgemm_fixed_b(&cx, b, false, false, M, N, K, a, K, b, N, false, c, N, NULL, NULL,
 		    NULL) != 1) {
 			printf("| %lldx%lldx%lld | %s | declined on this CPU |||\n", (long long)M,
 			    (long long)K, (long long)N, sh[s].what);
@@ -103,7 +103,7 @@ main(int argc, char **argv)
 			taprt_sgemm(false, false, M, N, K, 1, a, K, b, N, 0, c, N);
 			t[r] = now() - t0;
 			t0 = now();
-			taprt_sgemm_fixed_b(&cx, b, false, M, N, K, a, K, b, N, false, c, N, NULL, NULL,
+			taprt_sgemm_fixed_b(&cx, b, false, false, M, N, K, a, K, b, N, false, c, N, NULL, NULL,
 			    NULL);
 			t[calls + r] = now() - t0;
 		}

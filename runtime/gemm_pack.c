@@ -166,14 +166,26 @@ kernel(int64_t kc, const float *restrict a, const float *restrict b, float *c, i
 			c[i * ldc + j] = acc ? c[i * ldc + j] + t[i][j] : t[i][j];
 }
 
-/* Rows [0, mc) x kc of a into slivers of MR rows: sliver s, k, r at
- * s * kc * MR + k * MR + r; rows past mc zero. */
+/* Rows [0, mc) x kc of a (row i, column k at a[i * lda + k], or a[k * lda +
+ * i] when ta) into slivers of MR rows: sliver s, k, r at s * kc * MR + k *
+ * MR + r; rows past mc zero. */
 static void
-pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, float *restrict ap)
+pack_a(const float *a, int64_t lda, bool ta, int64_t mc, int64_t kc, float *restrict ap)
 {
 	for (int64_t s = 0; s * MR < mc; s++) {
 		float *as = ap + s * kc * MR;
 		int64_t rows = mc - s * MR < MR ? mc - s * MR : MR;
+		if (ta) {
+			const float *a0 = a + s * MR;
+			for (int64_t k = 0; k < kc; k++) {
+				int64_t r = 0;
+				for (; r < rows; r++)
+					as[k * MR + r] = a0[k * lda + r];
+				for (; r < MR; r++)
+					as[k * MR + r] = 0;
+			}
+			continue;
+		}
 		for (int64_t r = 0; r < rows; r++) {
 			const float *ar = a + (s * MR + r) * lda;
 			for (int64_t k = 0; k < kc; k++)
@@ -187,8 +199,9 @@ pack_a(const float *a, int64_t lda, int64_t mc, int64_t kc, float *restrict ap)
 
 /* One thread's panels [q0, q1): c's columns [16 q0, min(16 q1, N)). */
 static __attribute__((GP_ATTR)) int
-run_panels(const Packed *pk, int64_t M, const float *a, int64_t lda, float *c, int64_t ldc,
-    bool acc, const float *bias, const float *z, const taprt_act *act, int64_t q0, int64_t q1)
+run_panels(const Packed *pk, int64_t M, const float *a, int64_t lda, bool ta, float *c,
+    int64_t ldc, bool acc, const float *bias, const float *z, const taprt_act *act, int64_t q0,
+    int64_t q1)
 {
 	int64_t K = pk->K, N = pk->N;
 	float *ap = taprt_scratch((int64_t)MC * KC * sizeof(float));
@@ -200,7 +213,7 @@ run_panels(const Packed *pk, int64_t M, const float *a, int64_t lda, float *c, i
 		int64_t mc = M - i0 < MC ? M - i0 : MC;
 		for (int64_t p0 = 0; p0 < K; p0 += KC) {
 			int64_t kc = K - p0 < KC ? K - p0 : KC;
-			pack_a(a + i0 * lda + p0, lda, mc, kc, ap);
+			pack_a(ta ? a + p0 * lda + i0 : a + i0 * lda + p0, lda, ta, mc, kc, ap);
 			bool add = acc || p0 > 0;
 			for (int64_t q = q0; q < q1; q++) {
 				const float *bq = pk->p + q * K * NR + p0 * NR;
@@ -237,10 +250,9 @@ run_panels(const Packed *pk, int64_t M, const float *a, int64_t lda, float *c, i
 
 static int no_pack = -1;                /* TAPRT_NO_PACK in the environment */
 
-int
-taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool tb, int64_t M, int64_t N,
-    int64_t K, const float *a, int64_t lda, const float *b, int64_t ldb, bool acc, float *c,
-    int64_t ldc, const float *bias, const float *z, const taprt_act *act)
+/* Whether a product of this size is taken here, on this CPU, for cx. */
+static bool
+takes(const taprt_ctx *cx, int64_t M, int64_t N, int64_t K)
 {
 #ifdef GP_X86
 	if (no_pack < 0) {
@@ -250,8 +262,21 @@ taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool tb, int64_t M, int64_t 
 	/* AVX2 only: on AVX-512 oneDNN's kernels are twice as wide (and this
 	 * was not measured there); small products stay on the library's
 	 * small-matrix kernels, a training program's weights move */
-	if (M < 16 || N < NR || K < 16 || M * N * K < ((int64_t)1 << 20) || !cx ||
-	    cx->step > 0 || no_pack || taprt_isa() != TAPRT_ISA_AVX2)
+	return M >= 16 && N >= NR && K >= 16 && M * N * K >= ((int64_t)1 << 20) && cx &&
+	    cx->step == 0 && !no_pack && taprt_isa() == TAPRT_ISA_AVX2;
+#else
+	(void)cx, (void)M, (void)N, (void)K;
+	return false;
+#endif
+}
+
+int
+taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool ta, bool tb, int64_t M, int64_t N,
+    int64_t K, const float *a, int64_t lda, const float *b, int64_t ldb, bool acc, float *c,
+    int64_t ldc, const float *bias, const float *z, const taprt_act *act)
+{
+#ifdef GP_X86
+	if (!takes(cx, M, N, K))
 		return 0;
 	const Packed *pk = packed_get(cx, key, b, tb, K, N, ldb);
 	if (!pk)
@@ -267,16 +292,16 @@ taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool tb, int64_t M, int64_t 
 	if (t > 1) {
 		#pragma omp parallel for num_threads(t) schedule(static, 1) reduction(| : bad)
 		for (int i = 0; i < t; i++)
-			bad |= run_panels(pk, M, a, lda, c, ldc, acc, bias, z, act, np * i / t,
+			bad |= run_panels(pk, M, a, lda, ta, c, ldc, acc, bias, z, act, np * i / t,
 			    np * (i + 1) / t) != 0;
 	} else
-		bad = run_panels(pk, M, a, lda, c, ldc, acc, bias, z, act, 0, np) != 0;
+		bad = run_panels(pk, M, a, lda, ta, c, ldc, acc, bias, z, act, 0, np) != 0;
 	/* a thread without its scratch buffer left its columns unwritten
 	 * while others wrote theirs: too late to decline */
 	return bad ? -1 : 1;
 #else
-	(void)cx, (void)key, (void)tb, (void)M, (void)N, (void)K, (void)a, (void)lda, (void)b;
-	(void)ldb, (void)acc, (void)c, (void)ldc, (void)bias, (void)z, (void)act;
+	(void)cx, (void)key, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)a, (void)lda;
+	(void)b, (void)ldb, (void)acc, (void)c, (void)ldc, (void)bias, (void)z, (void)act;
 	return 0;
 #endif
 }

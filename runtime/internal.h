@@ -342,14 +342,15 @@ int taprt_conv_pw_f32(const float *w, const float *x, const float *b, const floa
     int64_t M, int64_t C, int64_t P, const taprt_act *act);
 
 /*
- * c[M,N] = act(a[M,K] @ op(b) (+ c when acc) + bias[N] + z[M,N]) for a b that
- * is a weight or a constant (gemm_pack.c): op(b) packed on the first call for
- * `key` (the node) and kept in cx->packs until taprt_packs_free; bias, z and
- * act may be NULL.  Returns 1 when done, 0 when declined before writing
- * anything (not an AVX2 CPU, a small product, a training program, no cx: the
- * caller runs taprt_sgemm), -1 when out of memory part-way.
+ * c[M,N] = act(op(a) @ op(b) (+ c when acc) + bias[N] + z[M,N]) for a b that
+ * is a weight or a constant (gemm_pack.c), op transposing when ta/tb (a is
+ * then [K,M]): op(b) packed on the first call for `key` (the node) and kept
+ * in cx->packs until taprt_packs_free; bias, z and act may be NULL.  Returns
+ * 1 when done, 0 when declined before writing anything (not an AVX2 CPU, a
+ * small product, a training program, no cx: the caller runs taprt_sgemm),
+ * -1 when out of memory part-way.
  */
-int taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool tb, int64_t M, int64_t N,
+int taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool ta, bool tb, int64_t M, int64_t N,
     int64_t K, const float *a, int64_t lda, const float *b, int64_t ldb, bool acc, float *c,
     int64_t ldc, const float *bias, const float *z, const taprt_act *act);
 

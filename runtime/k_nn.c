@@ -178,8 +178,8 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 		float *yd = y->data;
 		/* a weight's product: B packed once (gemm_pack.c) */
 		if (batch == 1 && (n->fixed & 2) && ra >= 2 && rb == 2) {
-			int rc = taprt_sgemm_fixed_b(cx, n, false, M, N, K, ad, K, bd, N, false, yd,
-			    N, NULL, NULL, NULL);
+			int rc = taprt_sgemm_fixed_b(cx, n, false, false, M, N, K, ad, K, bd, N, false,
+			    yd, N, NULL, NULL, NULL);
 			if (rc < 0)
 				taprt_fail(cx, "node '%s' (MatMul): out of memory", n->name);
 			if (rc != 0)
@@ -258,8 +258,8 @@ taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
 	if ((n->fixed & 2) && a->rank >= 2 && b->rank == 2 && y->numel > 0 &&
 	    a->dims[a->rank - 1] == b->dims[0]) {
 		int64_t K = b->dims[0];
-		int rc = taprt_sgemm_fixed_b(cx, n, false, y->numel / N, N, K, a->data, K, b->data,
-		    N, false, yd, N, bd, zd, &act);
+		int rc = taprt_sgemm_fixed_b(cx, n, false, false, y->numel / N, N, K, a->data, K,
+		    b->data, N, false, yd, N, bd, zd, &act);
 		if (rc < 0)
 			taprt_fail(cx, "node '%s' (FusedMatMul): out of memory", n->name);
 		if (rc != 0)
@@ -333,8 +333,8 @@ taprt_op_Gemm(taprt_ctx *cx, const taprt_node *n)
 	switch (y->dtype) {
 	case TAPRT_F32: {
 		/* a weight's product: B packed once (gemm_pack.c) */
-		int rc = !ta && alpha == 1 && (n->fixed & 2) ? taprt_sgemm_fixed_b(cx, n, tb, M, N,
-		    K, a->data, lda, b->data, ldb, have_c, y->data, N, NULL, NULL, NULL) : 0;
+		int rc = alpha == 1 && (n->fixed & 2) ? taprt_sgemm_fixed_b(cx, n, ta, tb, M, N, K,
+		    a->data, lda, b->data, ldb, have_c, y->data, N, NULL, NULL, NULL) : 0;
 		if (rc < 0)
 			taprt_fail(cx, "node '%s' (Gemm): out of memory", n->name);
 		if (rc == 0)

@@ -278,7 +278,7 @@ test_gemm(void)
  * MatMul and Gemm with a context (the packs live in it), at one and two
  * threads, against a double-precision loop: rows past the 144-row blocks
  * and off the 6-row slivers, K past the 256 chunks, N off the 16-column
- * panels, B transposed, Gemm's C added, bias, residual and activations in
+ * panels, A and B transposed (Gemm), Gemm's C added, bias, residual and activations in
  * the epilogue; each node run twice (the second on the kept panels).  On a
  * CPU without AVX2 the same calls run the library's product.
  */
@@ -287,16 +287,20 @@ typedef struct {
 } pkcase;
 
 static int
-packed_case(const pkcase *p, int tb, int bias, int z, const char *act)
+packed_case(const pkcase *p, int ta, int tb, int bias, int z, const char *act)
 {
 	int64_t M = p->M, K = p->K, N = p->N;
 	float *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+	float *at = malloc(M * K * sizeof *at);
 	float *bv = malloc(N * sizeof *bv), *zv = malloc(M * N * sizeof *zv);
 	float *y = malloc(M * N * sizeof *y), *want = malloc(M * N * sizeof *want);
 	seq(a, M * K, 5);
 	seq(b, K * N, 3);
 	seq(bv, N, 7);
 	seq(zv, M * N, 11);
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t k = 0; k < K; k++)
+			at[k * M + i] = a[i * K + k];
 	for (int64_t i = 0; i < M; i++)
 		for (int64_t j = 0; j < N; j++) {
 			double v = 0;
@@ -309,7 +313,7 @@ packed_case(const pkcase *p, int tb, int bias, int z, const char *act)
 				v = v * (erf(v / sqrt(2.0)) + 1) * 0.5;
 			want[i * N + j] = (float)v;
 		}
-	taprt_tensor ta = rt_tensor(TAPRT_F32, a, 3, DIMS(2, M / 2, K));
+	taprt_tensor tA = rt_tensor(TAPRT_F32, a, 3, DIMS(2, M / 2, K));
 	taprt_tensor tw = tb ? rt_tensor(TAPRT_F32, b, 2, DIMS(N, K)) :
 	    rt_tensor(TAPRT_F32, b, 2, DIMS(K, N));
 	taprt_tensor tbias = rt_tensor(TAPRT_F32, bv, 1, DIMS(N));
@@ -320,20 +324,21 @@ packed_case(const pkcase *p, int tb, int bias, int z, const char *act)
 	int ok = 1;
 	for (int run = 0; run < 2 && ok; run++) {
 		memset(y, 0, M * N * sizeof *y);
-		if (tb) {               /* Gemm transB, C (the residual) added */
-			ta = rt_tensor(TAPRT_F32, a, 2, DIMS(M, K));
+		if (ta || tb) {         /* Gemm, transposes, C (the residual) added */
+			tA = ta ? rt_tensor(TAPRT_F32, at, 2, DIMS(K, M)) :
+			    rt_tensor(TAPRT_F32, a, 2, DIMS(M, K));
 			tz = rt_tensor(TAPRT_F32, zv, 2, DIMS(M, N));
 			ty = rt_tensor(TAPRT_F32, y, 2, DIMS(M, N));
-			taprt_tensor *in[] = {&ta, &tw, &tz}, *out[] = {&ty};
-			taprt_attr at[] = {A_INT("transB", 1)};
-			taprt_node n = rt_node(in, z ? 3 : 2, out, 1, at, 1);
+			taprt_tensor *in[] = {&tA, &tw, &tz}, *out[] = {&ty};
+			taprt_attr gat[] = {A_INT("transA", ta), A_INT("transB", tb)};
+			taprt_node n = rt_node(in, z ? 3 : 2, out, 1, gat, 2);
 			taprt_op_Gemm(&cx, &n);
 		} else if (!bias && !z && !*act) {
-			taprt_tensor *in[] = {&ta, &tw}, *out[] = {&ty};
+			taprt_tensor *in[] = {&tA, &tw}, *out[] = {&ty};
 			taprt_node n = rt_node(in, 2, out, 1, NULL, 0);
 			taprt_op_MatMul(&cx, &n);
 		} else {
-			taprt_tensor *in[] = {&ta, &tw, bias ? &tbias : NULL, z ? &tz : NULL};
+			taprt_tensor *in[] = {&tA, &tw, bias ? &tbias : NULL, z ? &tz : NULL};
 			taprt_tensor *out[] = {&ty};
 			taprt_attr at[] = {A_STR("activation", act)};
 			taprt_node n = rt_node(in, 4, out, 1, at, *act ? 1 : 0);
@@ -341,8 +346,9 @@ packed_case(const pkcase *p, int tb, int bias, int z, const char *act)
 		}
 		ok = !cx.error[0] && close_f(y, want, M * N);
 		if (!ok)
-			printf("  %lldx%lldx%lld tb %d bias %d z %d act '%s' run %d: %s\n",
-			    (long long)M, (long long)K, (long long)N, tb, bias, z, act, run, cx.error);
+			printf("  %lldx%lldx%lld ta %d tb %d bias %d z %d act '%s' run %d: %s\n",
+			    (long long)M, (long long)K, (long long)N, ta, tb, bias, z, act, run,
+			    cx.error);
 	}
 	/* the panels are kept in the context exactly when AVX2's kernel ran */
 	if (ok && (cx.packs != NULL) != (taprt_isa() == TAPRT_ISA_AVX2)) {
@@ -353,6 +359,7 @@ packed_case(const pkcase *p, int tb, int bias, int z, const char *act)
 	taprt_packs_free(&cx);
 	CU_ASSERT_PTR_NULL(cx.packs);
 	free(a);
+	free(at);
 	free(b);
 	free(bv);
 	free(zv);
@@ -379,12 +386,14 @@ test_matmul_packed(void)
 		omp_set_num_threads(t);
 #endif
 		for (int i = 0; i < (int)NELEM(cs); i++) {
-			CU_ASSERT(packed_case(&cs[i], 0, 0, 0, ""));
-			CU_ASSERT(packed_case(&cs[i], 0, 1, 1, "Relu"));
-			CU_ASSERT(packed_case(&cs[i], 0, 1, 0, "Gelu"));
-			CU_ASSERT(packed_case(&cs[i], 0, 0, 1, ""));
-			CU_ASSERT(packed_case(&cs[i], 1, 0, 0, ""));
-			CU_ASSERT(packed_case(&cs[i], 1, 0, 1, ""));
+			CU_ASSERT(packed_case(&cs[i], 0, 0, 0, 0, ""));
+			CU_ASSERT(packed_case(&cs[i], 0, 0, 1, 1, "Relu"));
+			CU_ASSERT(packed_case(&cs[i], 0, 0, 1, 0, "Gelu"));
+			CU_ASSERT(packed_case(&cs[i], 0, 0, 0, 1, ""));
+			CU_ASSERT(packed_case(&cs[i], 0, 1, 0, 0, ""));
+			CU_ASSERT(packed_case(&cs[i], 0, 1, 0, 1, ""));
+			CU_ASSERT(packed_case(&cs[i], 1, 0, 0, 1, ""));
+			CU_ASSERT(packed_case(&cs[i], 1, 1, 0, 0, ""));
 		}
 	}
 #ifdef _OPENMP
@@ -395,19 +404,19 @@ test_matmul_packed(void)
 	float a[16 * 64] = {0}, b[64 * 1024] = {0}, c[16 * 1024];
 	taprt_ctx cx;
 	memset(&cx, 0, sizeof cx);
-	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(NULL, b, false, 16, 1024, 64, a, 64, b, 1024, false, c,
-	    1024, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(NULL, b, false, false, 16, 1024, 64, a, 64, b, 1024,
+	    false, c, 1024, NULL, NULL, NULL), 0);
 	cx.step = 1;
-	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, 16, 1024, 64, a, 64, b, 1024, false, c,
-	    1024, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, false, 16, 1024, 64, a, 64, b, 1024,
+	    false, c, 1024, NULL, NULL, NULL), 0);
 	cx.step = 0;
-	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, 8, 1024, 64, a, 64, b, 1024, false, c,
-	    1024, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, false, 8, 1024, 64, a, 64, b, 1024,
+	    false, c, 1024, NULL, NULL, NULL), 0);
 	CU_ASSERT_PTR_NULL(cx.packs);
 	/* below AVX2, declined */
 	taprt_isa_limit(TAPRT_ISA_BASE);
-	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, 16, 1024, 64, a, 64, b, 1024, false, c,
-	    1024, NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(taprt_sgemm_fixed_b(&cx, b, false, false, 16, 1024, 64, a, 64, b, 1024,
+	    false, c, 1024, NULL, NULL, NULL), 0);
 	taprt_isa_limit(TAPRT_ISA_AVX512);
 	CU_ASSERT_EQUAL(taprt_isa(), saved);
 	taprt_packs_free(&cx);
