@@ -1,7 +1,7 @@
 /*
  * gemm_pack.c - f32 products against a constant right-hand side packed
  * once (MatMul, FusedMatMul and Gemm whose B is a weight), on AVX2 CPUs:
- * c = act(a @ op(b) [+ c] + bias + z).
+ * c = act(op(a) @ op(b) [+ c] + bias + z).
  *
  * Needs: an x86-64 CPU with AVX2+FMA and no AVX-512 (taprt_isa), GCC's
  * vector extensions, the thread's scratch buffer and the epilogue
@@ -12,18 +12,20 @@
  * 768x3072 MLP weight 9 MiB read and written per call), and onnxruntime's
  * MLAS packs a constant B once, at session start (MlasGemmPackB); on the
  * AVX2 machine the libraries run these products at 67-77 GFLOP/s of the
- * core's ~90 (docs/runtime.md, "GEMM").  Here B is packed on a node's first
- * run into panels of NR = 16 columns, each K x 16 contiguous (the last
- * panel zero-filled), and kept, keyed by the node and B's address, as
- * conv_dnnl.c keeps its reordered weights; a training program (cx->step >
- * 0) changes its weights every step, so it is declined.  The product is
- * Goto's loop nest: for each block of MC rows of a and each chunk of KC of
- * K, the block is packed into slivers of MR = 6 rows ([KC][6], in L2), then
- * every panel's KC x 16 chunk (16 KiB at KC 256, in L1) is run against
- * every sliver by the register kernel: 6 x 2 vectors of accumulators, per
- * k two loads of B, six broadcasts of a, twelve fused multiply-adds.  The
- * epilogue (bias, residual, activation) runs on each block of rows as soon
- * as its last chunk is done, while the rows are still in cache.
+ * core's ~90 (docs/runtime.md, "Products against a weight").  Here B is
+ * packed on a node's first run into panels of NR = 16 columns, each K x 16
+ * contiguous (the last panel zero-filled), and kept in the rank's context
+ * (cx->packs, keyed by the node and B's address, freed with the context by
+ * taprt_packs_free); a training program (cx->step > 0) changes its weights
+ * every step, so it is declined.  The product is Goto's loop nest: for
+ * each block of MC rows of a and each chunk of KC of K, the block is packed
+ * into slivers of MR = 6 rows ([KC][6], in L2; read down a's columns when
+ * it is transposed), then every panel's KC x 16 chunk (16 KiB at KC 256, in
+ * L1) is run against every sliver by the register kernel: 6 x 2 vectors of
+ * accumulators, per k two loads of B, six broadcasts of a, twelve fused
+ * multiply-adds.  The epilogue (bias, residual, activation) runs on each
+ * block of rows as soon as its last chunk is done, while the rows are
+ * still in cache.
  *
  * Threads: the rank's team splits the panels (columns of c); each thread
  * packs the rows of a it needs itself (a's packing is K * M, against
@@ -54,6 +56,8 @@ typedef struct taprt_packs {
 #define MR 6
 #define KC 256
 #define MC 144
+
+#ifdef GP_X86
 
 /* B's panels: panel q holds columns [16q, 16q + 16) of op(b), row k at
  * q * K * 16 + k * 16; columns past N are zero. */
@@ -99,19 +103,6 @@ packed_get(taprt_ctx *cx, const void *key, const float *b, bool tb, int64_t K, i
 	cx->packs = e;
 	return e->p ? e : NULL;
 }
-
-void
-taprt_packs_free(taprt_ctx *cx)
-{
-	while (cx->packs) {
-		Packed *e = cx->packs;
-		cx->packs = e->next;
-		free(e->p);
-		free(e);
-	}
-}
-
-#ifdef GP_X86
 
 typedef float v8 __attribute__((vector_size(32), aligned(4)));
 
@@ -248,22 +239,29 @@ run_panels(const Packed *pk, int64_t M, const float *a, int64_t lda, bool ta, fl
 
 #endif /* GP_X86 */
 
-static int no_pack = -1;                /* TAPRT_NO_PACK in the environment */
+void
+taprt_packs_free(taprt_ctx *cx)
+{
+	while (cx->packs) {
+		Packed *e = cx->packs;
+		cx->packs = e->next;
+		free(e->p);
+		free(e);
+	}
+}
 
 /* Whether a product of this size is taken here, on this CPU, for cx. */
 static bool
 takes(const taprt_ctx *cx, int64_t M, int64_t N, int64_t K)
 {
 #ifdef GP_X86
-	if (no_pack < 0) {
-		const char *e = getenv("TAPRT_NO_PACK");
-		no_pack = e && *e && strcmp(e, "0") != 0;
-	}
+	const char *off = getenv("TAPRT_NO_PACK");
 	/* AVX2 only: on AVX-512 oneDNN's kernels are twice as wide (and this
 	 * was not measured there); small products stay on the library's
 	 * small-matrix kernels, a training program's weights move */
 	return M >= 16 && N >= NR && K >= 16 && M * N * K >= ((int64_t)1 << 20) && cx &&
-	    cx->step == 0 && !no_pack && taprt_isa() == TAPRT_ISA_AVX2;
+	    cx->step == 0 && !(off && *off && strcmp(off, "0") != 0) &&
+	    taprt_isa() == TAPRT_ISA_AVX2;
 #else
 	(void)cx, (void)M, (void)N, (void)K;
 	return false;
