@@ -3,8 +3,9 @@
  * filtering F(4x4, 3x3), for AVX2 CPUs.
  *
  * Needs: GCC on x86-64 (target attributes, vector extensions), an AVX2 CPU
- * (taprt_isa exactly AVX2: with AVX-512 oneDNN's own Winograd serves); the
- * runtime's GEMM (taprt_sgemm) and epilogue (taprt_epilogue_f32).
+ * (taprt_isa exactly AVX2: with AVX-512 oneDNN's own Winograd serves);
+ * gemm_pack.c's register kernel (taprt_gemm_6x16) and the epilogue
+ * (taprt_epilogue_f32).
  * k_nn.c's conv_f32 asks here first for group-1 2-D 3x3 stride-1
  * undilated convolutions of at least 16 channels and filters with a fixed
  * W; 0 means declined, and the caller goes on to oneDNN or the rest.
@@ -18,14 +19,21 @@
  * U = G g G^T per filter and channel (once per node, kept like oneDNN's
  * reordered weights), then for each of the 36 positions xi the product
  * M[xi] = U[xi] V[xi] ([M x C] by [C x tiles], 36 GEMMs), and Y = A^T M A.
+ * The products run gemm_pack.c's 6x16 register kernel on operands already
+ * in its layout: U kept in slivers of 6 filters, V written by the input
+ * transform in panels of 16 tiles.  Through taprt_sgemm (OpenBLAS at these
+ * sizes) both operands were packed and M cleared on each of the 36 calls
+ * per band: 13% of the segmentation net's profile; without them its
+ * Winograd layers run 2-4% faster (the products are now ~35% of it).
  *
  * A unit of work is one image's band of tile rows: each channel's rows of
  * the band zero-padded into a small plane, the input transform 8 tiles at
  * a time in AVX2 vectors (a row's tiles padded to a multiple of 8 so every
  * vector is whole; the padding tiles' products are computed and dropped),
- * V [C][36][tiles] and M [M][36][tiles] in scratch, the 36 products, then
- * the output transform writes the band's output rows whole, and the bias,
- * residual and activation go over them while they are in cache.  With at
+ * V [36][tiles / 16][C][16] and M [M][36][tiles] in scratch, the 36
+ * products, then the output transform writes the band's output rows
+ * whole, and the bias, residual and activation go over them while they
+ * are in cache.  With at
  * least four bands a thread the rank's threads take whole bands; with
  * fewer (one image) the team works on one band at a time, channels shared
  * out for the input transform and, after a barrier, filters for the
@@ -62,7 +70,10 @@ typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4)));
 typedef int v8i __attribute__((vector_size(32)));
 
-/* A node's transformed weights U[36][M][C], keyed like conv_dnnl.c's. */
+/* A node's transformed weights U, keyed like conv_dnnl.c's: for each xi,
+ * ceil(M / 6) slivers of 6 filters, each [C][6] (filter 6s + r, channel c at
+ * ((xi * ns + s) * C + c) * 6 + r; filters past M zero), as
+ * taprt_gemm_6x16 reads its left operand. */
 typedef struct Wino {
 	const void *key;                /* the node */
 	const float *w;                 /* its weights */
@@ -74,7 +85,8 @@ typedef struct Wino {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static Wino *cache;
 
-/* U = G g G^T for each filter m and channel c of w[M][C][3][3]; G rows
+/* U = G g G^T for each filter m and channel c of w[M][C][3][3] into u (36
+ * ceil(M / 6) 6 C floats, zeroed), laid out as above; G rows
  * (1/2, 0, 0), (1/6, 1/6, 1/6), (-1/6, 1/6, -1/6), (-16/15, -8/15, -4/15),
  * (1/30, -1/15, 2/15), (0, 0, 1/2): the points 0, 1, -1, 1/2, -2 and
  * infinity, rows scaled by powers of two so that B^T is whole numbers. */
@@ -84,6 +96,7 @@ wino_weights(const float *w, int64_t M, int64_t C, float *u)
 	static const double G[6][3] = {{1.0 / 2, 0, 0}, {1.0 / 6, 1.0 / 6, 1.0 / 6},
 		{-1.0 / 6, 1.0 / 6, -1.0 / 6}, {-16.0 / 15, -8.0 / 15, -4.0 / 15},
 		{1.0 / 30, -1.0 / 15, 2.0 / 15}, {0, 0, 1.0 / 2}};
+	const int64_t ns = (M + 5) / 6;
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t c = 0; c < C; c++) {
 			const float *g = w + (m * C + c) * 9;
@@ -93,7 +106,7 @@ wino_weights(const float *w, int64_t M, int64_t C, float *u)
 					t[i][k] = G[i][0] * g[k] + G[i][1] * g[3 + k] + G[i][2] * g[6 + k];
 			for (int i = 0; i < 6; i++)
 				for (int j = 0; j < 6; j++)
-					u[((i * 6 + j) * M + m) * C + c] = (float)(t[i][0] * G[j][0] +
+					u[(((i * 6 + j) * ns + m / 6) * C + c) * 6 + m % 6] = (float)(t[i][0] * G[j][0] +
 					    t[i][1] * G[j][1] + t[i][2] * G[j][2]);
 		}
 }
@@ -110,7 +123,7 @@ wino_get(const taprt_node *n, const float *w, int64_t M, int64_t C)
 	if (p)
 		return p->u;
 	p = malloc(sizeof *p);
-	float *u = malloc(36 * M * C * sizeof *u);
+	float *u = calloc(36 * ((M + 5) / 6) * 6 * C, sizeof *u);
 	if (!p || !u) {
 		free(p);
 		free(u);
@@ -156,13 +169,15 @@ at6(v8 *o, int os, const v8 *i, int is)
 /*
  * The input transform of one channel's band: pad holds its padded rows
  * (Wq floats apart); tile (ty, tx) reads rows 4ty.. and columns 4tx..;
- * v gets V[xi][t] for the band's tiles (xi's rows vs floats apart), 8
- * tiles at a time.  A row of 8 tiles' patches is columns 4tx .. 4tx + 33:
+ * V[xi][t] for the band's tile t = ty TWp + tx goes to v + xi xs + (t / 16)
+ * ps + t % 16 (the channel's row of xi's panel of 16 tiles), 8 tiles at a
+ * time.  A row of 8 tiles' patches is columns 4tx .. 4tx + 33:
  * four vectors of 8 columns de-interleaved into columns 0-3 of each tile,
  * and columns 4-5 are columns 0-1 of the next tile.
  */
 static AVX2 void
-wino_in(const float *pad, int64_t Wq, int64_t rows, int64_t TWp, float *v, int64_t vs)
+wino_in(const float *pad, int64_t Wq, int64_t rows, int64_t TWp, float *v, int64_t xs,
+    int64_t ps)
 {
 	for (int64_t ty = 0; ty < rows; ty++)
 		for (int64_t tx = 0; tx < TWp; tx += 8) {
@@ -189,9 +204,10 @@ wino_in(const float *pad, int64_t Wq, int64_t rows, int64_t TWp, float *v, int64
 				bt6(t + k, 6, d + k, 6);
 			for (int r = 0; r < 6; r++)     /* (B^T d) B: along the rows */
 				bt6(d + r * 6, 1, t + r * 6, 1);
-			float *o = v + ty * TWp + tx;
+			const int64_t t0 = ty * TWp + tx;
+			float *o = v + t0 / 16 * ps + t0 % 16;
 			for (int xi = 0; xi < 36; xi++)
-				*(v8u *)(o + xi * vs) = d[xi];
+				*(v8u *)(o + xi * xs) = d[xi];
 		}
 }
 
@@ -261,13 +277,28 @@ wino_pad(const float *x, int64_t H, int64_t W, int64_t r0, int64_t r1, int64_t P
 /* Tiles a band aims at: the products are [M x C] by [C x tiles]. */
 #define WINO_BAND_TILES 128
 
-/* One band: image b, tile rows ty0 .. ty0 + nr - 1 (bt tiles, TWp a row),
- * V [C][36][bt] at v and M [M][36][bt] at mo. */
+/* One band: image b, tile rows ty0 .. ty0 + nr - 1 (bt tiles, TWp a row;
+ * btp rounded up to 16), V at v: for each xi, btp / 16 panels of [C][16]
+ * (taprt_gemm_6x16's right operand; tiles past bt zero) and 16 floats
+ * more, xs in all, and M [M][36][bt] at mo, after V.  The 16 floats: the
+ * input transform stores to all 36 xi at once, and at a power-of-two
+ * distance apart those lines share a set of L1 (wino_in took twice the
+ * time with C * btp = 8192). */
 typedef struct {
 	const taprt_conv2d *c;
-	int64_t TWp, Wq, b, ty0, nr, bt;
+	int64_t TWp, Wq, b, ty0, nr, bt, btp, xs;
 	float *v, *mo;
 } WinoBand;
+
+/* Band bb of nb a image (rows tile rows each, the last one fewer) at v. */
+static WinoBand
+wino_band(const taprt_conv2d *c, int64_t TWp, int64_t Wq, int64_t TH, int64_t rows, int64_t nb,
+    int64_t bb, float *v)
+{
+	const int64_t ty0 = bb % nb * rows, nr = ty0 + rows < TH ? rows : TH - ty0;
+	const int64_t bt = nr * TWp, btp = (bt + 15) & ~(int64_t)15, xs = c->C * btp + 16;
+	return (WinoBand){c, TWp, Wq, bb / nb, ty0, nr, bt, btp, xs, v, v ? v + 36 * xs : NULL};
+}
 
 /* The input transform of channels [c0, c1) of the band, pad holding
  * (4 nr + 2) rows of Wq floats. */
@@ -276,15 +307,20 @@ wino_band_in(const WinoBand *B, const float *x, int64_t c0, int64_t c1, float *p
 {
 	const taprt_conv2d *c = B->c;
 	const float *xb = x + B->b * c->C * c->H * c->W;
+	const int64_t xs = B->xs, ps = c->C * 16;
 	for (int64_t ch = c0; ch < c1; ch++) {
 		wino_pad(xb + ch * c->H * c->W, c->H, c->W, 4 * B->ty0 - c->PT,
 		    4 * B->ty0 - c->PT + 4 * B->nr + 2, c->PL, pad, B->Wq);
-		wino_in(pad, B->Wq, B->nr, B->TWp, B->v + ch * 36 * B->bt, B->bt);
+		wino_in(pad, B->Wq, B->nr, B->TWp, B->v + ch * 16, xs, ps);
+		if (B->bt < B->btp)     /* the last panel's 8 tiles past bt */
+			for (int xi = 0; xi < 36; xi++)
+				memset(B->v + xi * xs + (B->btp - 16) * c->C + ch * 16 + 8, 0,
+				    8 * sizeof(float));
 	}
 }
 
-/* Filters [m0, m1) of the band: their rows of the 36 products (on the
- * calling thread: taprt_sgemm inside a team stays serial), the output
+/* Filters [m0, m1) of the band (m0 a multiple of 6; m1 too, or M): their
+ * rows of the 36 products, 6 filters by 16 tiles at a time, the output
  * transform and the epilogue. */
 static void
 wino_band_out(const WinoBand *B, const float *u, const float *bias, const float *z, float *y,
@@ -294,9 +330,16 @@ wino_band_out(const WinoBand *B, const float *u, const float *bias, const float 
 	const int64_t M = c->M, C = c->C, OH = c->OH, OW = c->OW, P = OH * OW, bt = B->bt;
 	if (m1 <= m0)
 		return;
+	const int64_t ns = (M + 5) / 6;
 	for (int xi = 0; xi < 36; xi++)
-		taprt_sgemm(false, false, m1 - m0, bt, C, 1.0f, u + (xi * M + m0) * C, C,
-		    B->v + xi * bt, 36 * bt, 0.0f, B->mo + m0 * 36 * bt + xi * bt, 36 * bt);
+		for (int64_t j = 0; j < bt; j += 16) {   /* a panel of V in L1 ... */
+			const float *vp = B->v + xi * B->xs + j * C;
+			const int nr = bt - j < 16 ? (int)(bt - j) : 16;
+			for (int64_t s = m0 / 6; s * 6 < m1; s++)   /* ... for every sliver */
+				taprt_gemm_6x16(C, u + (xi * ns + s) * C * 6, vp,
+				    B->mo + (6 * s * 36 + xi) * bt + j, 36 * bt,
+				    M - 6 * s < 6 ? (int)(M - 6 * s) : 6, nr);
+		}
 	const int64_t oh0 = 4 * B->ty0, oh1 = 4 * (B->ty0 + B->nr) < OH ? 4 * (B->ty0 + B->nr) : OH;
 	const bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
 	for (int64_t m = m0; m < m1; m++) {
@@ -342,25 +385,24 @@ taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
 		rows = (TH + per - 1) / per;
 	}
 	const int64_t nb = (TH + rows - 1) / rows;
-	const int64_t nt = rows * TWp, Wq = 4 * TWp + 2, R = 4 * rows + 2;
+	/* a band's V (tiles rounded up to a panel), M and a padded plane */
+	const int64_t nt = rows * TWp, ntp = (nt + 15) & ~(int64_t)15;
+	const int64_t Wq = 4 * TWp + 2, R = 4 * rows + 2, vm = 36 * (C * ntp + 16 + M * nt);
 	int failed = 0;
 	if (coop) {
-		float *v = taprt_scratch((36 * (C + M) * nt + T * R * Wq) * (int64_t)sizeof(float));
+		float *v = taprt_scratch((vm + T * R * Wq) * (int64_t)sizeof(float));
 		if (!v)
 			return taprt_fail(cx, "node '%s': out of memory for the Winograd buffers",
 			    n->name);
 		#pragma omp parallel
 		{
 			int id, TT = taprt_team(&id);
-			float *pad = v + 36 * (C + M) * nt + id * R * Wq;
-			/* filter shares in multiples of 8 (whole GEMM row blocks) */
-			int64_t m0 = (M * id / TT + 4) & ~(int64_t)7;
-			int64_t m1 = id == TT - 1 ? M : (M * (id + 1) / TT + 4) & ~(int64_t)7;
+			float *pad = v + vm + id * R * Wq;
+			/* filter shares in whole slivers of 6 */
+			const int64_t ns = (M + 5) / 6, m0 = 6 * (ns * id / TT);
+			const int64_t m1 = 6 * (ns * (id + 1) / TT) < M ? 6 * (ns * (id + 1) / TT) : M;
 			for (int64_t bb = 0; bb < N * nb; bb++) {
-				const int64_t ty0 = bb % nb * rows;
-				const int64_t nr = ty0 + rows < TH ? rows : TH - ty0;
-				WinoBand B = {c, TWp, Wq, bb / nb, ty0, nr, nr * TWp, v, NULL};
-				B.mo = v + 36 * C * B.bt;
+				WinoBand B = wino_band(c, TWp, Wq, TH, rows, nb, bb, v);
 				wino_band_in(&B, x, C * id / TT, C * (id + 1) / TT, pad);
 				#pragma omp barrier
 				wino_band_out(&B, u, bias, z, y, act, m0, m1);
@@ -369,19 +411,15 @@ taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
 		}
 		return 1;
 	}
-	const int64_t bytes = (36 * (C + M) * nt + R * Wq) * (int64_t)sizeof(float);
+	const int64_t bytes = (vm + R * Wq) * (int64_t)sizeof(float);
 	#pragma omp parallel for if (T > 1 && N * nb > 1) schedule(static)
 	for (int64_t bb = 0; bb < N * nb; bb++) {
-		const int64_t ty0 = bb % nb * rows, nr = ty0 + rows < TH ? rows : TH - ty0;
-		WinoBand B = {c, TWp, Wq, bb / nb, ty0, nr, nr * TWp, taprt_scratch(bytes), NULL};
+		WinoBand B = wino_band(c, TWp, Wq, TH, rows, nb, bb, taprt_scratch(bytes));
 		if (!B.v) {
 			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		/* V[c][xi][t] and M[m][xi][t]: what one channel's transform
-		 * writes and one filter's reads is one contiguous block */
-		B.mo = B.v + 36 * C * B.bt;
-		wino_band_in(&B, x, 0, C, B.mo + 36 * M * B.bt);
+		wino_band_in(&B, x, 0, C, B.v + vm);
 		wino_band_out(&B, u, bias, z, y, act, 0, M);
 	}
 	if (failed)

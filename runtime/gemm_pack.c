@@ -30,6 +30,9 @@
  * Threads: the rank's team splits the panels (columns of c); each thread
  * packs the rows of a it needs itself (a's packing is K * M, against
  * K * M * 16 multiply-adds per panel).
+ *
+ * The register kernel is also taprt_gemm_6x16, for products that lay out
+ * their operands as it reads them (conv_wino.c).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -155,6 +158,15 @@ kernel(int64_t kc, const float *restrict a, const float *restrict b, float *c, i
 	for (int i = 0; i < mr; i++)
 		for (int j = 0; j < nr; j++)
 			c[i * ldc + j] = acc ? c[i * ldc + j] + t[i][j] : t[i][j];
+}
+
+/* The register kernel for other products whose operands are already in its
+ * layout (conv_wino.c's): c[mr][nr] = a[kc][6] @ b[kc][16]. */
+__attribute__((GP_ATTR)) void
+taprt_gemm_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int mr,
+    int nr)
+{
+	kernel(kc, a, b, c, ldc, mr, nr, false);
 }
 
 /* Rows [0, mc) x kc of a (row i, column k at a[i * lda + k], or a[k * lda +

@@ -354,6 +354,14 @@ int taprt_sgemm_fixed_b(taprt_ctx *cx, const void *key, bool ta, bool tb, int64_
     int64_t K, const float *a, int64_t lda, const float *b, int64_t ldb, bool acc, float *c,
     int64_t ldc, const float *bias, const float *z, const taprt_act *act);
 
+/*
+ * gemm_pack.c's AVX2 register kernel (x86-64 GCC builds only; call it on an
+ * AVX2 CPU): c[i * ldc + j] = sum_k a[k * 6 + i] * b[k * 16 + j] for i < mr
+ * <= 6, j < nr <= 16; a is kc x 6 and b kc x 16 floats whatever mr and nr.
+ */
+void taprt_gemm_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int mr,
+    int nr);
+
 /* y[i] = act(y[i] + bias + (z ? z[i] : 0)) for i < n. */
 void taprt_epilogue_f32(float *restrict y, int64_t n, float bias, const float *restrict z,
     const taprt_act *a);
