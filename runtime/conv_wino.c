@@ -33,11 +33,11 @@
  * V [36][tiles / 16][C][16] and M [M][36][tiles] in scratch, the 36
  * products, then the output transform writes the band's output rows
  * whole, and the bias, residual and activation go over them while they
- * are in cache.  With at
- * least four bands a thread the rank's threads take whole bands; with
- * fewer (one image) the team works on one band at a time, channels shared
- * out for the input transform and, after a barrier, filters for the
- * products and the output transform.
+ * are in cache.  With at least four bands a thread the rank's threads
+ * take whole bands; with fewer (one image) the team works on one band at
+ * a time, channels shared out for the input transform and, after a
+ * barrier, filters (whole slivers of 6) for the products and the output
+ * transform.
  *
  * Rounding: on Lavin and Gray's points (0, 1, -1, 2, -2 and infinity) the
  * transforms hold coefficients up to 5 and 8, and test/fuse.sh's bigconvs
@@ -106,8 +106,9 @@ wino_weights(const float *w, int64_t M, int64_t C, float *u)
 					t[i][k] = G[i][0] * g[k] + G[i][1] * g[3 + k] + G[i][2] * g[6 + k];
 			for (int i = 0; i < 6; i++)
 				for (int j = 0; j < 6; j++)
-					u[(((i * 6 + j) * ns + m / 6) * C + c) * 6 + m % 6] = (float)(t[i][0] * G[j][0] +
-					    t[i][1] * G[j][1] + t[i][2] * G[j][2]);
+					u[(((i * 6 + j) * ns + m / 6) * C + c) * 6 + m % 6] =
+					    (float)(t[i][0] * G[j][0] + t[i][1] * G[j][1] +
+					    t[i][2] * G[j][2]);
 		}
 }
 
@@ -290,7 +291,8 @@ typedef struct {
 	float *v, *mo;
 } WinoBand;
 
-/* Band bb of nb a image (rows tile rows each, the last one fewer) at v. */
+/* Band bb of the N * nb bands (nb an image, of `rows` tile rows each but
+ * an image's last), its buffers at v. */
 static WinoBand
 wino_band(const taprt_conv2d *c, int64_t TWp, int64_t Wq, int64_t TH, int64_t rows, int64_t nb,
     int64_t bb, float *v)
