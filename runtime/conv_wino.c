@@ -291,6 +291,13 @@ typedef struct {
 	float *v, *mo;
 } WinoBand;
 
+/* Floats of one xi's block of V for a band of bt tiles (see above). */
+static int64_t
+wino_xs(int64_t C, int64_t bt)
+{
+	return C * ((bt + 15) & ~(int64_t)15) + 16;
+}
+
 /* Band bb of the N * nb bands (nb an image, of `rows` tile rows each but
  * an image's last), its buffers at v. */
 static WinoBand
@@ -298,7 +305,7 @@ wino_band(const taprt_conv2d *c, int64_t TWp, int64_t Wq, int64_t TH, int64_t ro
     int64_t bb, float *v)
 {
 	const int64_t ty0 = bb % nb * rows, nr = ty0 + rows < TH ? rows : TH - ty0;
-	const int64_t bt = nr * TWp, btp = (bt + 15) & ~(int64_t)15, xs = c->C * btp + 16;
+	const int64_t bt = nr * TWp, btp = (bt + 15) & ~(int64_t)15, xs = wino_xs(c->C, bt);
 	return (WinoBand){c, TWp, Wq, bb / nb, ty0, nr, bt, btp, xs, v, v ? v + 36 * xs : NULL};
 }
 
@@ -387,9 +394,9 @@ taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const fl
 		rows = (TH + per - 1) / per;
 	}
 	const int64_t nb = (TH + rows - 1) / rows;
-	/* a band's V (tiles rounded up to a panel), M and a padded plane */
-	const int64_t nt = rows * TWp, ntp = (nt + 15) & ~(int64_t)15;
-	const int64_t Wq = 4 * TWp + 2, R = 4 * rows + 2, vm = 36 * (C * ntp + 16 + M * nt);
+	/* the largest band's V and M, and a padded plane */
+	const int64_t nt = rows * TWp, vm = 36 * (wino_xs(C, nt) + M * nt);
+	const int64_t Wq = 4 * TWp + 2, R = 4 * rows + 2;
 	int failed = 0;
 	if (coop) {
 		float *v = taprt_scratch((vm + T * R * Wq) * (int64_t)sizeof(float));
