@@ -11,7 +11,8 @@
  * LayerNormalization over the last axis, f32) are per-row loops written so
  * the compiler vectorizes them: sums use 8 partial accumulators, and
  * Softmax uses a polynomial expf that vectorizes (taprt_exp_f32, internal.h;
- * libm's does not).
+ * libm's does not).  A contiguous f32 softmax row has an AVX2 + FMA kernel
+ * too (softmax_row_avx2, chosen by taprt_isa).
  *
  * Types: reductions and Arg* take every integer and float type; Softmax and
  * the normalizations take f32 and f64.
@@ -384,6 +385,85 @@ taprt_op_ArgMin(taprt_ctx *cx, const taprt_node *n)
 
 /* ---------------------------------------------------- Softmax/LogSoftmax */
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SM_X86 1
+#endif
+
+#ifdef SM_X86
+
+#define SM_AVX2 __attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast")))
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+typedef int v8i __attribute__((vector_size(32)));
+
+/*
+ * e^x in 8 lanes for x <= 0 or NaN, as a row less its max is: the
+ * polynomial of taprt_exp_f32 with the multiply-adds fused and without its
+ * overflow arm; below -87.34 the result is 0 (a masked score gives exactly
+ * 0), NaN stays NaN (it runs through the arithmetic).
+ */
+SM_AVX2 static inline v8
+exp8_nonpos(v8 x)
+{
+	v8i small = x < -87.3365f;
+	v8 c = (v8)((small & (v8i)((v8){0} - 87.3365f)) | (~small & (v8i)x));
+	v8 fn = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+	v8 r = c - fn * 0.693359375f;
+	r = r + fn * 2.12194440e-4f;
+	v8 p = (v8){0} + 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * (r * r) + r + 1.0f;
+	/* NaN lanes convert to anything: p is NaN there */
+	v8i e = (__builtin_convertvector(fn, v8i) + 127) << 23;
+	return (v8)((v8i)(p * (v8)e) & ~small);
+}
+
+/*
+ * Softmax of one contiguous f32 row (x may be y) with AVX2 and FMA: the max
+ * (NaN skipped, like max_f32), then e^(x - max) stored and summed in one
+ * pass, then the scale.  The last len % 8 elements run through the same
+ * lanes from a copy padded with -inf (e^-inf = 0 adds nothing).
+ */
+SM_AVX2 static void
+softmax_row_avx2(const float *x, float *y, int64_t len)
+{
+	int64_t n8 = len & ~(int64_t)7, k = len - n8;
+	v8 tail = (v8){0} - INFINITY;
+	for (int64_t j = 0; j < k; j++)
+		tail[j] = x[n8 + j];
+	v8 m8 = tail;
+	for (int64_t i = 0; i < n8; i += 8) {
+		v8 v = *(const v8u *)(x + i);
+		v8i gt = v > m8;
+		m8 = (v8)((gt & (v8i)v) | (~gt & (v8i)m8));
+	}
+	float m = -INFINITY;
+	for (int j = 0; j < 8; j++)
+		m = m8[j] > m ? m8[j] : m;
+	v8 s8 = {0};
+	for (int64_t i = 0; i < n8; i += 8) {
+		v8 e = exp8_nonpos(*(const v8u *)(x + i) - m);
+		*(v8u *)(y + i) = e;
+		s8 += e;
+	}
+	tail = exp8_nonpos(tail - m);
+	s8 += tail;
+	float s = ((s8[0] + s8[4]) + (s8[1] + s8[5])) + ((s8[2] + s8[6]) + (s8[3] + s8[7]));
+	float r = 1.0f / s;
+	for (int64_t i = 0; i < n8; i += 8)
+		*(v8u *)(y + i) *= r;
+	tail *= r;
+	for (int64_t j = 0; j < k; j++)
+		y[n8 + j] = tail[j];
+}
+
+#endif
+
 /* One contiguous f32 row: the hot path (attention scores).  x may be y. */
 TAPRT_CLONES static void
 softmax_row_f32(const float *x, float *y, int64_t len, bool logsm)
@@ -402,6 +482,19 @@ softmax_row_f32(const float *x, float *y, int64_t len, bool logsm)
 		for (int64_t i = 0; i < len; i++)
 			y[i] *= r;
 	}
+}
+
+/* softmax_row_f32 or, on an AVX2 CPU, its vector twin. */
+static void
+softmax_row(const float *x, float *y, int64_t len, bool logsm, bool avx2)
+{
+#ifdef SM_X86
+	if (avx2 && !logsm) {
+		softmax_row_avx2(x, y, len);
+		return;
+	}
+#endif
+	softmax_row_f32(x, y, len, logsm);
 }
 
 /* Any float type along a strided axis: x viewed as [outer, len, inner]. */
@@ -453,9 +546,10 @@ softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
 	if (X->dtype == TAPRT_F32 && inner == 1) {
 		const float *x = X->data;
 		float *y = n->out[0]->data;
+		bool avx2 = taprt_isa() >= TAPRT_ISA_AVX2;
 		#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
 		for (int64_t o = 0; o < outer; o++)
-			softmax_row_f32(x + o * len, y + o * len, len, logsm);
+			softmax_row(x + o * len, y + o * len, len, logsm, avx2);
 		return;
 	}
 	switch (X->dtype) {
@@ -486,7 +580,52 @@ taprt_op_LogSoftmax(taprt_ctx *cx, const taprt_node *n)
  * with divide) + mask, or where(mask, fill, X * scale) for a bool mask;
  * the mask broadcasts to X (numpy).  t is built in the output row, then
  * normalized in place: one pass over X instead of three nodes' worth.
+ * A mask broadcast to X steps along the last axis by 1, or by 0 when it
+ * holds one value per row: each case builds t in a loop that vectorizes.
  */
+enum { FSM_NONE, FSM_ADD, FSM_WHERE };
+
+TAPRT_CLONES static void
+fsm_row(const float *x, float *y, int64_t len, float scale, bool divide, int kind,
+    const void *mask, int64_t s, float fill)
+{
+	const float *mf = mask;
+	const uint8_t *mb = mask;
+	if (kind == FSM_ADD && s == 0) {
+		float c = mf[0];
+		if (divide)
+			for (int64_t i = 0; i < len; i++)
+				y[i] = x[i] / scale + c;
+		else
+			for (int64_t i = 0; i < len; i++)
+				y[i] = x[i] * scale + c;
+	} else if (kind == FSM_ADD && s == 1) {
+		if (divide)
+			for (int64_t i = 0; i < len; i++)
+				y[i] = x[i] / scale + mf[i];
+		else
+			for (int64_t i = 0; i < len; i++)
+				y[i] = x[i] * scale + mf[i];
+	} else if (kind == FSM_WHERE && s == 1) {
+		if (divide)
+			for (int64_t i = 0; i < len; i++)
+				y[i] = mb[i] ? fill : x[i] / scale;
+		else
+			for (int64_t i = 0; i < len; i++)
+				y[i] = mb[i] ? fill : x[i] * scale;
+	} else if (kind == FSM_WHERE && mb[0]) {        /* s == 0: the row masked */
+		for (int64_t i = 0; i < len; i++)
+			y[i] = fill;
+	} else {                                        /* no mask, or none here */
+		if (divide)
+			for (int64_t i = 0; i < len; i++)
+				y[i] = x[i] / scale;
+		else
+			for (int64_t i = 0; i < len; i++)
+				y[i] = x[i] * scale;
+	}
+}
+
 void
 taprt_op_FusedSoftmax(taprt_ctx *cx, const taprt_node *n)
 {
@@ -503,34 +642,22 @@ taprt_op_FusedSoftmax(taprt_ctx *cx, const taprt_node *n)
 	int64_t sm[TAPRT_MAX_RANK] = {0};
 	if (M)
 		taprt_bcast_strides(M, X, sm);
+	int kind = !M ? FSM_NONE : M->dtype == TAPRT_F32 ? FSM_ADD : FSM_WHERE;
+	size_t es = M && M->dtype == TAPRT_F32 ? sizeof(float) : 1;
 	const float *xd = X->data;
 	float *yd = Y->data;
+	bool avx2 = taprt_isa() >= TAPRT_ISA_AVX2;
 	#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
 	for (int64_t o = 0; o < rows; o++) {
-		const float *x = xd + o * len;
-		float *y = yd + o * len;
 		/* the mask's offset for row o: its index over the outer dims */
 		int64_t mo = 0, q = o;
 		for (int d = r - 2; d >= 0; d--) {
 			mo += q % X->dims[d] * sm[d];
 			q /= X->dims[d];
 		}
-		int64_t s = sm[r - 1];
-		if (!M)
-			for (int64_t i = 0; i < len; i++)
-				y[i] = divide ? x[i] / scale : x[i] * scale;
-		else if (M->dtype == TAPRT_F32) {
-			const float *m = (const float *)M->data + mo;
-			for (int64_t i = 0; i < len; i++)
-				y[i] = (divide ? x[i] / scale : x[i] * scale) + m[i * s];
-		} else {
-			const uint8_t *m = (const uint8_t *)M->data + mo;
-			for (int64_t i = 0; i < len; i++) {
-				float v = divide ? x[i] / scale : x[i] * scale;
-				y[i] = m[i * s] ? fill : v;
-			}
-		}
-		softmax_row_f32(y, y, len, false);
+		const void *m = M ? (const char *)M->data + mo * es : NULL;
+		fsm_row(xd + o * len, yd + o * len, len, scale, divide, kind, m, sm[r - 1], fill);
+		softmax_row(yd + o * len, yd + o * len, len, false, avx2);
 	}
 }
 

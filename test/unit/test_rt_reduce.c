@@ -3,7 +3,8 @@
  * worked out by hand or from closed forms (x[i] = i makes sums over any
  * axes arithmetic series): reductions over middle and outer axes with and
  * without keepdims, axes from inputs, ArgMax ties, Softmax stability and
- * its exp accuracy, LayerNorm and BatchNorm on small known cases.
+ * its exp accuracy, FusedSoftmax's masks against softmax in double (each
+ * on every instruction set the CPU has), LayerNorm and BatchNorm on small known cases.
  */
 #include <math.h>
 #include <string.h>
@@ -258,6 +259,90 @@ softmax_axes(void)
 		CU_ASSERT_DOUBLE_EQUAL(dy[i], r[i], 1e-12);
 }
 
+/*
+ * FusedSoftmax (passes/fuse_softmax.c) against softmax in double of the
+ * scores it stands for: X [2,3,4,37] (rows of 37 leave remainders after
+ * the 8-wide loops) scaled by a multiply or a divide, with no mask, an
+ * additive f32 mask along the row (BERT's [B,1,1,T]) or one value per row
+ * ([B,H,T,1]), and a bool mask along the row (GPT's causal [T,T]) or one
+ * per row, some rows wholly masked.
+ */
+static void
+fused_softmax_masks(void)
+{
+	enum { B = 2, H = 3, T = 4, L = 37, N = B * H * T * L };
+	static float x[N], y[N], mrow[B * L], mone[B * H * T];
+	static uint8_t causal[T * L], bone[B * T];
+	static double t[N];
+	for (int i = 0; i < N; i++)
+		x[i] = sinf(0.37f * (float)i) * 6;
+	for (int i = 0; i < B * L; i++)
+		mrow[i] = i % 5 == 0 ? -10000.0f : 0.1f * (float)(i % 7);
+	for (int i = 0; i < B * H * T; i++)
+		mone[i] = (float)i - 7;
+	for (int i = 0; i < T * L; i++)
+		causal[i] = i % L > i / L + 30;
+	for (int i = 0; i < B * T; i++)
+		bone[i] = i == 5;
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(B, H, T, L));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(B, H, T, L));
+	struct {
+		taprt_tensor m;         /* rank 0: no mask */
+		int divide;
+	} cases[] = {
+		{{.rank = 0}, 0},
+		{{.rank = 0}, 1},
+		{rt_tensor(TAPRT_F32, mrow, 4, DIMS(B, 1, 1, L)), 1},
+		/* softmax ignores a constant per row: this runs the path, no more */
+		{rt_tensor(TAPRT_F32, mone, 4, DIMS(B, H, T, 1)), 0},
+		{rt_tensor(TAPRT_BOOL, causal, 2, DIMS(T, L)), 0},
+		{rt_tensor(TAPRT_BOOL, causal, 2, DIMS(T, L)), 1},
+		{rt_tensor(TAPRT_BOOL, bone, 4, DIMS(B, 1, T, 1)), 0},
+	};
+	const float scale = 0.125f, fill = -3.4e38f;
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		taprt_tensor *M = cases[c].m.rank ? &cases[c].m : NULL;
+		taprt_attr at[] = {
+			{.name = "divide", .type = TAPRT_ATTR_INT, .i = 1},
+			{.name = "fill", .type = TAPRT_ATTR_FLOAT, .f = fill},
+			{.name = "scale", .type = TAPRT_ATTR_FLOAT, .f = scale},
+		};
+		taprt_tensor *in[] = {&tx, M}, *out[] = {&ty};
+		int d = cases[c].divide;
+		rt_run(taprt_op_FusedSoftmax, in, M ? 2 : 1, out, 1, at + !d, 3 - !d, 13);
+		/* the reference: index the mask by the broadcast by hand */
+		for (int i = 0; i < N; i++) {
+			int b = i / (H * T * L), h = i / (T * L) % H, r = i / L % T, k = i % L;
+			double v = d ? (double)x[i] / scale : (double)x[i] * scale;
+			if (c == 2)
+				v += mrow[b * L + k];
+			else if (c == 3)
+				v += mone[(b * H + h) * T + r];
+			else if (c == 4 || c == 5)
+				v = causal[r * L + k] ? fill : v;
+			else if (c == 6)
+				v = bone[b * T + r] ? fill : v;
+			t[i] = v;
+		}
+		int bad = 0;
+		for (int o = 0; o < N / L; o++) {
+			double m = -INFINITY, s = 0;
+			for (int k = 0; k < L; k++)
+				m = fmax(m, t[o * L + k]);
+			for (int k = 0; k < L; k++)
+				s += exp(t[o * L + k] - m);
+			for (int k = 0; k < L; k++) {
+				double want = exp(t[o * L + k] - m) / s;
+				/* t in f32 rounds by up to 3e-6 at |t| ~ 50 */
+				bad += fabs(y[o * L + k] - want) > 1e-5 * want + 1e-9;
+			}
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		if (bad)
+			fprintf(stderr, "fused_softmax_masks case %zu: %d bad\n", c, bad);
+	}
+}
+
 /* Softmax of [t, 0] is 1/(1+e^-t): sweeps the f32 exp over its range. */
 static void
 softmax_exp_accuracy(void)
@@ -391,6 +476,22 @@ batchnorm(void)
 			}
 }
 
+/* The softmax tests again with each instruction set the CPU has turned
+ * off in turn: the AVX2 row kernel and the portable one both answer. */
+static void
+softmax_isa_variants(void)
+{
+	int top = taprt_isa_limit(TAPRT_ISA_AVX512);
+	for (int l = top; l >= TAPRT_ISA_BASE; l--) {
+		CU_ASSERT_EQUAL(taprt_isa_limit(l), l);
+		softmax_stable();
+		softmax_axes();
+		softmax_exp_accuracy();
+		fused_softmax_masks();
+	}
+	taprt_isa_limit(TAPRT_ISA_AVX512);
+}
+
 void
 suite_rt_reduce(CU_pSuite s)
 {
@@ -400,6 +501,8 @@ suite_rt_reduce(CU_pSuite s)
 	ADD(s, softmax_stable);
 	ADD(s, softmax_axes);
 	ADD(s, softmax_exp_accuracy);
+	ADD(s, fused_softmax_masks);
+	ADD(s, softmax_isa_variants);
 	ADD(s, layernorm);
 	ADD(s, batchnorm);
 }
