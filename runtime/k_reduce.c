@@ -396,6 +396,7 @@ taprt_op_ArgMin(taprt_ctx *cx, const taprt_node *n)
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4)));
 typedef int v8i __attribute__((vector_size(32)));
+typedef unsigned v8w __attribute__((vector_size(32)));
 
 /*
  * e^x in 8 lanes for x <= 0 or NaN, as a row less its max is: the
@@ -418,8 +419,8 @@ exp8_nonpos(v8 x)
 	p = p * r + 1.6666665459e-1f;
 	p = p * r + 5.0000001201e-1f;
 	p = p * (r * r) + r + 1.0f;
-	/* NaN lanes convert to anything: p is NaN there */
-	v8i e = (__builtin_convertvector(fn, v8i) + 127) << 23;
+	/* 2^fn, fn in [-126, 0]; NaN lanes convert to anything: p is NaN there */
+	v8w e = ((v8w)__builtin_convertvector(fn, v8i) + 127) << 23;
 	return (v8)((v8i)(p * (v8)e) & ~small);
 }
 
