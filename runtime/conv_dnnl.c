@@ -8,8 +8,10 @@
  * convolutions in 12.4 ms on one thread where im2col + OpenBLAS takes about
  * 19 (docs/runtime.md, "Convolutions"); they want channels-last (NHWC)
  * activations, and tapc's tensors are NCHW, so each call transposes its
- * input into a scratch buffer and its output back, applying the residual
- * and the activation in that same pass (the bias is oneDNN's).
+ * input into a scratch buffer (oneDNN's reorder) and its output back: an
+ * 8-channel-blocked result (AVX2's) with the residual and the activation in
+ * the same pass (dst_out), any other through oneDNN's reorder and then the
+ * epilogue (the bias is oneDNN's).
  *
  * A node's primitive and its reordered weights are made on the node's
  * first run and kept (keyed by the node, which belongs to one rank, so one
@@ -53,6 +55,7 @@ typedef struct Prim {
 	dnnl_memory_t uwei;             /* the OIHW weights (the program's, in place) */
 	dnnl_primitive_t rwei;          /* OIHW -> wei, or NULL: the same layout */
 	size_t src_bytes, dst_bytes, wei_bytes;
+	bool dst8;                      /* its result is nChw8c: dst_out's */
 	struct Prim *next;
 } Prim;
 
@@ -220,6 +223,9 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	CK(dnnl_primitive_create(&p->prim, pd));
 	CK(reorder(&usmd, qs, &p->rsrc));
 	CK(reorder(qd, &udmd, &p->rdst));
+	dnnl_memory_desc_t b8md;
+	CK(dnnl_memory_desc_init_by_tag(&b8md, 4, dd, dnnl_f32, dnnl_nChw8c));
+	p->dst8 = dnnl_memory_desc_equal(qd, &b8md);
 	CK(dnnl_memory_create(&p->usrc, &usmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->udst, &udmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->src, qs, engine, DNNL_MEMORY_NONE));
@@ -264,6 +270,105 @@ fail:
 	return NULL;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DN_X86 1
+#endif
+
+#ifdef DN_X86
+
+#define DN_AVX2 __attribute__((target("arch=x86-64-v3")))
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+typedef int v8i __attribute__((vector_size(32)));
+
+/* r[i][j] -> r[j][i]: 8 pixels' 8 channels to 8 channels' 8 pixels */
+static inline __attribute__((always_inline)) DN_AVX2 void
+tr8(v8 r[8])
+{
+	const v8i lo2 = {0, 8, 1, 9, 4, 12, 5, 13}, hi2 = {2, 10, 3, 11, 6, 14, 7, 15};
+	const v8i lo4 = {0, 1, 8, 9, 4, 5, 12, 13}, hi4 = {2, 3, 10, 11, 6, 7, 14, 15};
+	const v8i lo8 = {0, 1, 2, 3, 8, 9, 10, 11}, hi8 = {4, 5, 6, 7, 12, 13, 14, 15};
+	v8 t[8], u[8];
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = __builtin_shuffle(r[i], r[i + 1], lo2);
+		t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi2);
+	}
+	for (int i = 0; i < 8; i += 4) {
+		u[i] = __builtin_shuffle(t[i], t[i + 2], lo4);     /* channels 0, 4 */
+		u[i + 1] = __builtin_shuffle(t[i], t[i + 2], hi4); /* 1, 5 */
+		u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], lo4); /* 2, 6 */
+		u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], hi4); /* 3, 7 */
+	}
+	for (int j = 0; j < 4; j++) {
+		r[j] = __builtin_shuffle(u[j], u[j + 4], lo8);
+		r[j + 4] = __builtin_shuffle(u[j], u[j + 4], hi8);
+	}
+}
+
+/* Pixels per step of dst_block: a step's 8 channel runs (16 KiB) stay in
+ * L1 for the epilogue. */
+#define DST_STEP 512
+
+/*
+ * One block of 8 channels of oneDNN's nChw8c result (P pixels of 8
+ * channels at d) into its mr <= 8 NCHW planes at y (z likewise), 8 pixels
+ * at a time through a register transpose, the residual and the activation
+ * over each step's runs while they are in L1: the layout change and the
+ * epilogue in one pass over the result, where oneDNN's reorder and then
+ * the epilogue took two.
+ */
+static DN_AVX2 void
+dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const taprt_act *act,
+    bool epi)
+{
+	for (int64_t p0 = 0; p0 < P; p0 += DST_STEP) {
+		const int64_t p1 = P - p0 < DST_STEP ? P : p0 + DST_STEP;
+		int64_t p = p0;
+		for (; p + 8 <= p1; p += 8) {
+			v8 r[8];
+			for (int i = 0; i < 8; i++)
+				r[i] = *(const v8u *)(d + (p + i) * 8);
+			tr8(r);
+			for (int j = 0; j < mr; j++)
+				*(v8u *)(y + j * P + p) = r[j];
+		}
+		for (; p < p1; p++)
+			for (int j = 0; j < mr; j++)
+				y[j * P + p] = d[p * 8 + j];
+		if (epi)
+			for (int j = 0; j < mr; j++)
+				taprt_epilogue_f32(y + j * P + p0, p1 - p0, 0,
+				    z ? z + j * P + p0 : NULL, act);
+	}
+}
+
+#endif /* DN_X86 */
+
+/* The result d (nChw8c) into NCHW y with the residual and activation, the
+ * team splitting the blocks of 8 channels (whole channels a thread, as
+ * the other kernels split them); 0 when this CPU has no AVX2. */
+static int
+dst_out(const float *d, float *y, const float *z, const taprt_conv2d *c, const taprt_act *act)
+{
+#ifdef DN_X86
+	if (taprt_isa() < TAPRT_ISA_AVX2)
+		return 0;
+	const int64_t M = c->M, P = c->OH * c->OW, nb = (M + 7) / 8;
+	const bool epi = z || act->kind != TAPRT_ACT_NONE;
+	#pragma omp parallel for if (TAPRT_PAR(c->N * M * P)) schedule(static)
+	for (int64_t i = 0; i < c->N * nb; i++) {
+		const int64_t b = i / nb, m0 = i % nb * 8, o = (b * M + m0) * P;
+		dst_block(d + i * P * 8, y + o, z ? z + o : NULL, P, M - m0 < 8 ? (int)(M - m0) : 8,
+		    act, epi);
+	}
+	return 1;
+#else
+	(void)d, (void)y, (void)z, (void)c, (void)act;
+	return 0;
+#endif
+}
+
 int
 taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
     const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act)
@@ -291,8 +396,12 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 	dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, p->src}, {DNNL_ARG_WEIGHTS, p->wei},
 		{DNNL_ARG_DST, p->dst}, {DNNL_ARG_BIAS, p->bias}};
 	if ((p->rsrc && dnnl_primitive_execute(p->rsrc, s, 2, rs)) ||
-	    dnnl_primitive_execute(p->prim, s, p->bias ? 4 : 3, args) ||
-	    (p->rdst && dnnl_primitive_execute(p->rdst, s, 2, rd)) || dnnl_stream_wait(s))
+	    dnnl_primitive_execute(p->prim, s, p->bias ? 4 : 3, args) || dnnl_stream_wait(s))
+		return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);
+	/* the result to NCHW and the epilogue in one pass, or in two */
+	if (p->dst8 && dst_out(dst, y, z, c, act))
+		return 1;
+	if (p->rdst && (dnnl_primitive_execute(p->rdst, s, 2, rd) || dnnl_stream_wait(s)))
 		return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);
 	/* the residual and the activation, on the NCHW result */
 	if (z || act->kind != TAPRT_ACT_NONE) {

@@ -1032,6 +1032,49 @@ test_conv_winograd(void)
 }
 
 /*
+ * Convolutions oneDNN runs (conv_dnnl.c: 3x3 stride 2, 5x5) whose result
+ * comes back from its 8-channel blocks with the residual and activation
+ * in one pass (dst_out): filter counts off 8 (a last block of 4), planes
+ * of more than one 512-pixel step with a pixel past the last 8, two
+ * images; one thread and two (from the smallest work up), and the CPU
+ * capped below AVX2, where oneDNN's reorder and the epilogue run instead.
+ */
+static void
+test_conv_dnnl_out(void)
+{
+	static const float clip[] = {-0.5f, 1.5f};
+	convcase cs[] = {
+		case2d(2, 16, 20, 1, 54, 54, 3, 3, 2, 1, 1, 1, 1, 1),   /* 27x27 */
+		case2d(1, 32, 64, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2),
+		case2d(1, 24, 36, 1, 33, 31, 3, 3, 2, 1, 1, 0, 1, 1),
+	};
+	int top = taprt_isa();
+#ifdef _OPENMP
+	int64_t saved = taprt_par_min;
+	int nt = omp_get_max_threads();
+#endif
+	for (int l = top; l >= TAPRT_ISA_BASE; l--) {
+		taprt_isa_limit(l);
+		for (int t = 1; t <= 2; t++) {
+#ifdef _OPENMP
+			omp_set_num_threads(t);
+			taprt_par_min = t == 1 ? saved : 1;
+#endif
+			for (int i = 0; i < (int)NELEM(cs); i++) {
+				CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
+				CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, true));
+				CU_ASSERT(fused_check(&cs[i], "Clip", clip, 2, i % 2));
+			}
+		}
+	}
+#ifdef _OPENMP
+	omp_set_num_threads(nt);
+	taprt_par_min = saved;
+#endif
+	taprt_isa_limit(TAPRT_ISA_AVX512);
+}
+
+/*
  * A W the graph computes changes between calls of one node (a Loop body, a
  * pipeline's micro-batches), at the same address: each call must use its
  * own values.  The shape is one oneDNN takes (conv_dnnl.c), whose kept,
@@ -1325,6 +1368,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_threads);
 	ADD(s, test_conv_isa_variants);
 	ADD(s, test_conv_winograd);
+	ADD(s, test_conv_dnnl_out);
 	ADD(s, test_conv_computed_weights);
 	ADD(s, test_maxpool);
 	ADD(s, test_maxpool_padded);
