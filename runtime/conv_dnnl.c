@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "runtime/internal.h"
+#include "runtime/vec8.h"
 
 static int conv_threads = 1;
 
@@ -270,20 +271,10 @@ fail:
 	return NULL;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DN_X86 1
-#endif
-
-#ifdef DN_X86
-
-#define DN_AVX2 __attribute__((target("arch=x86-64-v3")))
-
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4)));
-typedef int v8i __attribute__((vector_size(32)));
+#ifdef TAPRT_VEC8
 
 /* r[i][j] -> r[j][i]: 8 pixels' 8 channels to 8 channels' 8 pixels */
-static inline __attribute__((always_inline)) DN_AVX2 void
+static inline __attribute__((always_inline)) TAPRT_AVX2 void
 tr8(v8 r[8])
 {
 	const v8i lo2 = {0, 8, 1, 9, 4, 12, 5, 13}, hi2 = {2, 10, 3, 11, 6, 14, 7, 15};
@@ -318,7 +309,7 @@ tr8(v8 r[8])
  * epilogue in one pass over the result, where oneDNN's reorder and then
  * the epilogue took two.
  */
-static DN_AVX2 void
+static TAPRT_AVX2 void
 dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const taprt_act *act,
     bool epi)
 {
@@ -343,7 +334,7 @@ dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const tap
 	}
 }
 
-#endif /* DN_X86 */
+#endif /* TAPRT_VEC8 */
 
 /* The result d (nChw8c) into NCHW y with the residual and activation, the
  * team splitting the blocks of 8 channels (whole channels a thread, as
@@ -351,7 +342,7 @@ dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const tap
 static int
 dst_out(const float *d, float *y, const float *z, const taprt_conv2d *c, const taprt_act *act)
 {
-#ifdef DN_X86
+#ifdef TAPRT_VEC8
 	if (taprt_isa() < TAPRT_ISA_AVX2)
 		return 0;
 	const int64_t M = c->M, P = c->OH * c->OW, nb = (M + 7) / 8;

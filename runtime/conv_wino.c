@@ -57,18 +57,9 @@
 #include <string.h>
 
 #include "runtime/internal.h"
+#include "runtime/vec8.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define WINO_X86 1
-#endif
-
-#ifdef WINO_X86
-
-#define AVX2 __attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast")))
-
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4)));
-typedef int v8i __attribute__((vector_size(32)));
+#ifdef TAPRT_VEC8
 
 /* A node's transformed weights U, keyed like conv_dnnl.c's: for each xi,
  * ceil(M / 6) slivers of 6 filters, each [C][6] (filter 6s + r, channel c at
@@ -142,7 +133,7 @@ wino_get(const taprt_node *n, const float *w, int64_t M, int64_t C)
 /* o = B^T i along one axis: B^T rows (2, -3, -4, 3, 2, 0), (0, -2, 1, 5, 2,
  * 0), (0, 2, -5, 1, 2, 0), (0, -2, -1, 2, 1, 0), (0, 1, -2, -1, 2, 0),
  * (0, 2, -3, -4, 3, 2). */
-static inline __attribute__((always_inline)) AVX2 void
+static inline __attribute__((always_inline)) TAPRT_AVX2 void
 bt6(v8 *o, int os, const v8 *i, int is)
 {
 	v8 i0 = i[0], i1 = i[is], i2 = i[2 * is], i3 = i[3 * is], i4 = i[4 * is], i5 = i[5 * is];
@@ -156,7 +147,7 @@ bt6(v8 *o, int os, const v8 *i, int is)
 
 /* o = A^T i along one axis: A^T rows (1, 1, 1, 1, 1, 0), (0, 1, -1, 1/2, -2,
  * 0), (0, 1, 1, 1/4, 4, 0), (0, 1, -1, 1/8, -8, 1). */
-static inline __attribute__((always_inline)) AVX2 void
+static inline __attribute__((always_inline)) TAPRT_AVX2 void
 at6(v8 *o, int os, const v8 *i, int is)
 {
 	v8 i0 = i[0], i1 = i[is], i2 = i[2 * is], i3 = i[3 * is], i4 = i[4 * is], i5 = i[5 * is];
@@ -176,7 +167,7 @@ at6(v8 *o, int os, const v8 *i, int is)
  * four vectors of 8 columns de-interleaved into columns 0-3 of each tile,
  * and columns 4-5 are columns 0-1 of the next tile.
  */
-static AVX2 void
+static TAPRT_AVX2 void
 wino_in(const float *pad, int64_t Wq, int64_t rows, int64_t TWp, float *v, int64_t xs,
     int64_t ps)
 {
@@ -217,7 +208,7 @@ wino_in(const float *pad, int64_t Wq, int64_t rows, int64_t TWp, float *v, int64
  * floats apart); the 4x4 outputs of tile (ty, tx) go to y's rows 4ty..
  * (OW floats apart, nrow of them in the band), columns 4tx.. below OW.
  */
-static AVX2 void
+static TAPRT_AVX2 void
 wino_out(const float *mo, int64_t ms, int64_t rows, int64_t TWp, float *y, int64_t OW,
     int64_t nrow)
 {
@@ -360,13 +351,13 @@ wino_band_out(const WinoBand *B, const float *u, const float *bias, const float 
 	}
 }
 
-#endif /* WINO_X86 */
+#endif /* TAPRT_VEC8 */
 
 int
 taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,
     const float *bias, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act)
 {
-#ifdef WINO_X86
+#ifdef TAPRT_VEC8
 	if (taprt_isa() != TAPRT_ISA_AVX2 || getenv("TAPRT_NO_WINOGRAD") || !(n->fixed & 2) ||
 	    (cx && cx->step > 0) || c->KH != 3 || c->KW != 3 || c->SH != 1 || c->SW != 1 ||
 	    c->DH != 1 || c->DW != 1 || c->C < 16 || c->M < 16)

@@ -22,6 +22,7 @@
 #include <tgmath.h>
 
 #include "runtime/internal.h"
+#include "runtime/vec8.h"
 
 #define FLOAT_TYPES(X, ...)                                                  \
 	X(TAPRT_F32, float, __VA_ARGS__) X(TAPRT_F64, double, __VA_ARGS__)
@@ -385,17 +386,8 @@ taprt_op_ArgMin(taprt_ctx *cx, const taprt_node *n)
 
 /* ---------------------------------------------------- Softmax/LogSoftmax */
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SM_X86 1
-#endif
+#ifdef TAPRT_VEC8
 
-#ifdef SM_X86
-
-#define SM_AVX2 __attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast")))
-
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4)));
-typedef int v8i __attribute__((vector_size(32)));
 typedef unsigned v8w __attribute__((vector_size(32)));
 
 /*
@@ -404,7 +396,7 @@ typedef unsigned v8w __attribute__((vector_size(32)));
  * overflow arm; below -87.34 the result is 0 (a masked score gives exactly
  * 0), NaN stays NaN (it runs through the arithmetic).
  */
-SM_AVX2 static inline v8
+TAPRT_AVX2 static inline v8
 exp8_nonpos(v8 x)
 {
 	v8i small = x < -87.3365f;
@@ -430,7 +422,7 @@ exp8_nonpos(v8 x)
  * pass, then the scale.  The last len % 8 elements run through the same
  * lanes from a copy padded with -inf (e^-inf = 0 adds nothing).
  */
-SM_AVX2 static void
+TAPRT_AVX2 static void
 softmax_row_avx2(const float *x, float *y, int64_t len)
 {
 	int64_t n8 = len & ~(int64_t)7, k = len - n8;
@@ -489,7 +481,7 @@ softmax_row_f32(const float *x, float *y, int64_t len, bool logsm)
 static void
 softmax_row(const float *x, float *y, int64_t len, bool logsm, bool avx2)
 {
-#ifdef SM_X86
+#ifdef TAPRT_VEC8
 	if (avx2 && !logsm) {
 		softmax_row_avx2(x, y, len);
 		return;
