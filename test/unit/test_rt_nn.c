@@ -930,9 +930,33 @@ test_conv_threads(void)
 }
 
 /*
+ * Convolutions oneDNN runs (conv_dnnl.c: 3x3 stride 2, 5x5), whose
+ * 8-channel-blocked result comes back with the residual and activation in
+ * one pass (dst_out; below AVX2 oneDNN's reorder and the epilogue): filter
+ * counts off 8 (a last block of 4), planes of more than one 512-pixel step
+ * with a pixel past the last 8, two images.
+ */
+static void
+conv_dnnl_cases(void)
+{
+	static const float clip[] = {-0.5f, 1.5f};
+	convcase cs[] = {
+		case2d(2, 16, 20, 1, 54, 54, 3, 3, 2, 1, 1, 1, 1, 1),   /* 27x27 */
+		case2d(1, 32, 64, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2),
+		case2d(1, 24, 36, 1, 33, 31, 3, 3, 2, 1, 1, 0, 1, 1),
+	};
+	for (int i = 0; i < (int)NELEM(cs); i++) {
+		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
+		CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, true));
+		CU_ASSERT(fused_check(&cs[i], "Clip", clip, 2, i % 2));
+	}
+}
+
+/*
  * Every variant of the kernels written once per vector width that this
  * CPU can run (taprt_isa: AVX-512's, AVX2's, the portable code), on the
- * depthwise, pointwise and direct cases, one thread and two: the CI
+ * depthwise, pointwise, direct and oneDNN cases (the last for the AVX2
+ * result transpose and the path without it), one thread and two: the CI
  * machine's best variant is not the only one users' CPUs run.
  */
 static void
@@ -953,6 +977,7 @@ test_conv_isa_variants(void)
 			conv_depthwise_cases();
 			conv_pointwise_cases();
 			conv_direct_cases();
+			conv_dnnl_cases();
 		}
 	}
 #ifdef _OPENMP
@@ -1029,49 +1054,6 @@ test_conv_winograd(void)
 	free(want);
 	taprt_isa_limit(TAPRT_ISA_AVX512);
 	CU_ASSERT_EQUAL(taprt_isa(), saved);
-}
-
-/*
- * Convolutions oneDNN runs (conv_dnnl.c: 3x3 stride 2, 5x5) whose result
- * comes back from its 8-channel blocks with the residual and activation
- * in one pass (dst_out): filter counts off 8 (a last block of 4), planes
- * of more than one 512-pixel step with a pixel past the last 8, two
- * images; one thread and two (from the smallest work up), and the CPU
- * capped below AVX2, where oneDNN's reorder and the epilogue run instead.
- */
-static void
-test_conv_dnnl_out(void)
-{
-	static const float clip[] = {-0.5f, 1.5f};
-	convcase cs[] = {
-		case2d(2, 16, 20, 1, 54, 54, 3, 3, 2, 1, 1, 1, 1, 1),   /* 27x27 */
-		case2d(1, 32, 64, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2),
-		case2d(1, 24, 36, 1, 33, 31, 3, 3, 2, 1, 1, 0, 1, 1),
-	};
-	int top = taprt_isa();
-#ifdef _OPENMP
-	int64_t saved = taprt_par_min;
-	int nt = omp_get_max_threads();
-#endif
-	for (int l = top; l >= TAPRT_ISA_BASE; l--) {
-		taprt_isa_limit(l);
-		for (int t = 1; t <= 2; t++) {
-#ifdef _OPENMP
-			omp_set_num_threads(t);
-			taprt_par_min = t == 1 ? saved : 1;
-#endif
-			for (int i = 0; i < (int)NELEM(cs); i++) {
-				CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
-				CU_ASSERT(fused_check(&cs[i], "Relu", NULL, 0, true));
-				CU_ASSERT(fused_check(&cs[i], "Clip", clip, 2, i % 2));
-			}
-		}
-	}
-#ifdef _OPENMP
-	omp_set_num_threads(nt);
-	taprt_par_min = saved;
-#endif
-	taprt_isa_limit(TAPRT_ISA_AVX512);
 }
 
 /*
@@ -1368,7 +1350,6 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_threads);
 	ADD(s, test_conv_isa_variants);
 	ADD(s, test_conv_winograd);
-	ADD(s, test_conv_dnnl_out);
 	ADD(s, test_conv_computed_weights);
 	ADD(s, test_maxpool);
 	ADD(s, test_maxpool_padded);
