@@ -109,29 +109,45 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	if (g.KH > 64)
 		return 0;
 	int failed = 0;
-	/* The output rows of every image's blocks of vw channels, block-major,
+	/* The output rows of every image's blocks of vw channels.  Where the
+	 * plane is large enough (taprt_split_pixels) each thread takes one
+	 * band of rows of every block: the band of pixels the 1x1
+	 * convolutions before and after split by.  Elsewhere block-major,
 	 * one contiguous share per thread (within a row of equal): whole
 	 * blocks where there are many, a block's rows in parts where there
-	 * are few (MobileNet's 16 or 72 channels: 1 or 5 blocks of 16).  A part
-	 * packs its own input rows (KH - SH rows again per cut). */
+	 * are few.  A part packs its own input rows (KH - SH rows again per
+	 * cut). */
 	const int64_t units = c->N * nb * g.OH;
-	#pragma omp parallel if (TAPRT_PAR(c->N * C * P * KK / 4) && units > 1)
+	const int T = TAPRT_PAR(c->N * C * P * KK / 4) && units > 1 ? taprt_team_size() : 1;
+	const bool bands = taprt_split_pixels(P, T);
+	#pragma omp parallel num_threads(T) if (T > 1)
 	{
-		int id, T = taprt_team(&id);
-		int64_t u = units * id / T, uend = units * (id + 1) / T;
+		int id, nt = taprt_team(&id);
+		int64_t u = units * id / nt, uend = units * (id + 1) / nt;
+		int64_t r0 = 0, r1 = g.OH;
+		if (bands) { /* every block, rows [r0, r1) */
+			r0 = g.OH * id / nt;
+			r1 = g.OH * (id + 1) / nt;
+			u = 0;
+			uend = r0 < r1 ? c->N * nb : 0;
+		}
 		void *buf = u < uend ? taprt_scratch(bytes) : NULL;
 		if (u < uend && !buf) {
 			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 			u = uend;
 		}
 		while (u < uend) {
-			const int64_t bk = u / g.OH, r0 = u % g.OH;
-			const int64_t r1 = uend - u < g.OH - r0 ? r0 + (uend - u) : g.OH;
+			int64_t bk = u, b0 = r0, b1 = r1;
+			if (!bands) {
+				bk = u / g.OH;
+				b0 = u % g.OH;
+				b1 = uend - u < g.OH - b0 ? b0 + (uend - u) : g.OH;
+			}
 			const int64_t b = bk / nb, c0 = bk % nb * vw, o = (b * C + c0) * P;
 			const int nc = C - c0 < vw ? (int)(C - c0) : vw;
 			block(x + (b * C + c0) * isz, xend, w + c0 * KK, bias ? bias + c0 : NULL,
-			    z ? z + o : NULL, y + o, nc, &g, buf, act, r0, r1);
-			u += r1 - r0;
+			    z ? z + o : NULL, y + o, nc, &g, buf, act, b0, b1);
+			u += bands ? 1 : b1 - b0;
 		}
 	}
 	return failed ? -1 : 1;

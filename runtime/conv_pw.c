@@ -205,19 +205,67 @@ pw_variant(int *nb)
 
 #endif /* PW_X86 */
 
+#ifdef PW_X86
+/* The geometry of one call, for pw_span. */
+typedef struct {
+	pw_rows_fn rows;
+	const float *w, *x, *bias, *z;
+	float *y;
+	const taprt_act *act;
+	int64_t C, P, vw, bv, nvec, tail;
+	bool tile_epi;
+} pw_call;
+
+/* Filters [m0, m1) over the pixel units [v, v1): vectors, unit nvec the
+ * last P % vw columns. */
+static void
+pw_span(const pw_call *k, int64_t m0, int64_t m1, int64_t v, int64_t v1)
+{
+	const int64_t C = k->C, P = k->P, vw = k->vw, nvec = k->nvec, tail = k->tail;
+	const float *w = k->w, *x = k->x, *bias = k->bias, *z = k->z;
+	float *y = k->y;
+	for (; v < v1 && v < nvec;) {
+		int nv = (int)((v1 < nvec ? v1 : nvec) - v);
+		nv = nv < k->bv ? nv : (int)k->bv;
+		const int64_t p0 = v * vw, np = (int64_t)nv * vw;
+		k->rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, k->act, k->tile_epi,
+		    m0, m1, nv);
+		if (!k->tile_epi)
+			for (int64_t m = m0; m < m1; m++)
+				taprt_epilogue_f32(y + m * P + p0, np, 0, z ? z + m * P + p0 : NULL,
+				    k->act);
+		v += nv;
+	}
+	if (v < v1) {
+		/* the last P % vw columns, too few for a vector: the GEMM
+		 * library's (gemv for one), then the epilogue element-wise */
+		const int64_t p0 = P - tail;
+		taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0, P, 0.0f,
+		    y + m0 * P + p0, P);
+		for (int64_t m = m0; m < m1; m++)
+			for (int64_t j = 0; j < tail; j++) {
+				float *o = y + m * P + p0 + j;
+				*o = act1(*o + (bias ? bias[m] : 0) + (z ? z[m * P + p0 + j] : 0),
+				    k->act);
+			}
+	}
+}
+#endif /* PW_X86 */
+
 /*
  * One image and group: w[M][C], x[C][P], y[M][P] (z likewise).  The
- * filters are cut into nmc chunks of at most 48 (on threads equal but for
- * the last: 64 filters are 32 + 32, not 48 + 16; alone 48 + 16, whole
- * tiles of 6), a chunk's pixels into P / vw vectors and, when P is not a
- * whole number of vectors, a tail of the last P % vw columns.  Counting
- * the tail as one vector, each thread of the team takes one contiguous
- * share of the chunk-major sequence of units (within one unit of equal)
- * and runs it in blocks of up to nb pixels.  Chunk-major: a thread writes
- * whole channels, as the depthwise convolution that reads them splits;
- * equal shares of units rather than whole blocks: at 28x28 (12 blocks and
- * a vector) or 7x7 (three vectors and a tail per chunk) whole blocks or a
- * tail per work item left one thread a third more to do.
+ * filters are cut into chunks of at most 48 (whole tiles of 6), a chunk's
+ * pixels into P / vw vectors and, when P is not a whole number of vectors,
+ * a tail of the last P % vw columns, run in blocks of up to nb pixels:
+ * alone chunk by chunk, a chunk's filters in L1 while x's rows stream
+ * past.  A team splits by pixels where the plane is large enough
+ * (taprt_split_pixels): each thread every chunk over one contiguous band
+ * of the units (the tail one unit), the band the layer before it wrote
+ * and the one after reads.  Smaller planes (7x7) split by filters: nmc
+ * chunks made equal (64 filters are 32 + 32, not 48 + 16), and each thread
+ * one contiguous share of the chunk-major sequence of units (within one
+ * unit of equal: at 7x7, three vectors and a tail per chunk, whole chunks
+ * left one thread a third more to do).
  */
 int
 taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float *z, float *y,
@@ -228,46 +276,35 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 	pw_rows_fn rows = pw_variant(&nb);
 	if (!rows)
 		return 0;
-	const int vw = nb / (nb == 64 ? 4 : 2), bv = nb / vw;     /* vectors per block */
-	const bool par = TAPRT_PAR(M * C * P / 8) && taprt_team_size() > 1;
-	const int64_t nmc = (M + 47) / 48, MC = par ? (M + nmc - 1) / nmc : 48;
-	const int64_t nvec = P / vw, tail = P % vw, per = nvec + (tail > 0);
-	const int64_t units = nmc * per;
-	const bool tile_epi = act_in_tile(act);
-	#pragma omp parallel if (par && units > 1)
+	const int vw = nb / (nb == 64 ? 4 : 2);
+	pw_call k = {rows, w, x, bias, z, y, act, C, P, vw, nb / vw, P / vw, P % vw,
+		act_in_tile(act)};
+	const int64_t per = k.nvec + (k.tail > 0);
+	const int T = TAPRT_PAR(M * C * P / 8) ? taprt_team_size() : 1;
+	if (T == 1) {
+		for (int64_t m0 = 0; m0 < M; m0 += 48)
+			pw_span(&k, m0, m0 + 48 < M ? m0 + 48 : M, 0, per);
+		return 1;
+	}
+	if (taprt_split_pixels(P, T)) {
+		#pragma omp parallel num_threads(T)
+		{
+			int id, nt = taprt_team(&id);
+			int64_t v0 = per * id / nt, v1 = per * (id + 1) / nt;
+			for (int64_t m0 = 0; m0 < M && v0 < v1; m0 += 48)
+				pw_span(&k, m0, m0 + 48 < M ? m0 + 48 : M, v0, v1);
+		}
+		return 1;
+	}
+	const int64_t nmc = (M + 47) / 48, MC = (M + nmc - 1) / nmc, units = nmc * per;
+	#pragma omp parallel num_threads(T) if (units > 1)
 	{
-		int id, T = taprt_team(&id);
-		int64_t u = units * id / T, uend = units * (id + 1) / T;
+		int id, nt = taprt_team(&id);
+		int64_t u = units * id / nt, uend = units * (id + 1) / nt;
 		while (u < uend) {
 			const int64_t mc = u / per, m0 = mc * MC, m1 = m0 + MC < M ? m0 + MC : M;
 			const int64_t v1 = uend - mc * per < per ? uend - mc * per : per;
-			int64_t v = u % per;
-			for (; v < v1 && v < nvec;) {
-				int nv = (int)((v1 < nvec ? v1 : nvec) - v);
-				nv = nv < bv ? nv : bv;
-				const int64_t p0 = v * vw, np = (int64_t)nv * vw;
-				rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, act, tile_epi,
-				    m0, m1, nv);
-				if (!tile_epi)
-					for (int64_t m = m0; m < m1; m++)
-						taprt_epilogue_f32(y + m * P + p0, np, 0,
-						    z ? z + m * P + p0 : NULL, act);
-				v += nv;
-			}
-			if (v < v1) {
-				/* the last P % vw columns, too few for a vector: the
-				 * GEMM library's (gemv for one), then the epilogue
-				 * element-wise */
-				const int64_t p0 = P - tail;
-				taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0,
-				    P, 0.0f, y + m0 * P + p0, P);
-				for (int64_t m = m0; m < m1; m++)
-					for (int64_t j = 0; j < tail; j++) {
-						float *o = y + m * P + p0 + j;
-						*o = act1(*o + (bias ? bias[m] : 0) +
-						    (z ? z[m * P + p0 + j] : 0), act);
-					}
-			}
+			pw_span(&k, m0, m1, u % per, v1);
 			u = mc * per + v1;
 		}
 	}

@@ -133,6 +133,28 @@ taprt_team(int *id)
 #endif
 }
 
+/*
+ * Whether a team of T threads splits a layer whose image has P pixels (the
+ * plane of its output; a 1x1 convolution's, a depthwise one's, a
+ * squeeze-and-excitation's) by pixels -- each thread one band of every
+ * channel -- rather than by channels.  One rule for the kernels a CNN
+ * chains (conv_pw.c, conv_dw.c, k_se.c), so that a thread reads the band
+ * its own core wrote: a 1x1 convolution reads every channel of its
+ * pixels, and split by filters half of its input came from the other
+ * core's cache.  Only from 1024 pixels a thread (MobileNetV3's 56x56
+ * planes, not its 28x28 ones): below, a band of every plane costs more
+ * than it saves -- the depthwise kernel packs its KH - 1 halo rows again
+ * per band, and a band's edge falls inside a cache line of each plane
+ * that both threads write (at 14x14, 64 pixels a thread, MobileNetV3's
+ * depthwise and squeeze-and-excitation layers ran 1.6x and 3x slower on
+ * two threads than split by channels).
+ */
+static inline bool
+taprt_split_pixels(int64_t P, int T)
+{
+	return T > 1 && P >= 1024 * (int64_t)T;
+}
+
 /* A TensorProto file's contents (pbio.c). */
 typedef struct {
 	char name[256];

@@ -16,7 +16,11 @@
  * serial.  Here one team runs them all: each thread averages and later
  * scales one contiguous share of the channels and computes one share of
  * h's and e's rows (e's rows are its own channels, so the scale needs no
- * barrier), with two barriers per image instead of four joins.  A
+ * barrier), with two barriers per image instead of four joins.  Where the
+ * plane is large enough (taprt_split_pixels) a thread averages and scales
+ * one band of pixels of every plane instead, the band the convolutions
+ * around it split by (one barrier more for the means over the bands and
+ * one before the scale, which reads every thread's e).  A
  * thread's rows of the matrix-vector products are one call of the
  * runtime's GEMM, which runs the library's sgemv on the calling thread
  * inside a team.
@@ -25,13 +29,14 @@
 
 #include "runtime/internal.h"
 
-/* y's planes [c0, c1) = x's, each times its e[c]. */
+/* The first len pixels of y's planes [c0, c1) (sz apart) = x's, each
+ * times its e[c]. */
 TAPRT_CLONES static void
 se_scale(const float *restrict x, int64_t sz, const float *restrict e, float *restrict y,
-    int64_t c0, int64_t c1)
+    int64_t c0, int64_t c1, int64_t len)
 {
 	for (int64_t c = c0; c < c1; c++)
-		for (int64_t i = 0; i < sz; i++)
+		for (int64_t i = 0; i < len; i++)
 			y[c * sz + i] = x[c * sz + i] * e[c];
 }
 
@@ -64,27 +69,47 @@ taprt_op_FusedSqueezeExcite(taprt_ctx *cx, const taprt_node *n)
 	if (taprt_act_named(cx, n, "activation", "activation_params", &act) ||
 	    taprt_act_named(cx, n, "gate", "gate_params", &gate))
 		return;
-	/* s (the means, then e in place) and h, shared by the team */
-	float *s = taprt_scratch((C + R) * (int64_t)sizeof(float));
+	/* s (the means, then e in place) and h, shared by the team; with
+	 * bands, each thread's means over its band of every plane (part) */
+	const int nt0 = TAPRT_PAR(N * (2 * C * sz + 2 * C * R)) ? taprt_team_size() : 1;
+	const bool bands = taprt_split_pixels(sz, nt0);
+	float *s = taprt_scratch((C + R + (bands ? nt0 * C : 0)) * (int64_t)sizeof(float));
 	if (!s) {
 		taprt_fail(cx, "node '%s' (FusedSqueezeExcite): out of memory", n->name);
 		return;
 	}
-	float *h = s + C;
+	float *h = s + C, *part = h + R;
 	const float *xd = x->data, *W1 = w1->data, *W2 = w2->data;
 	const float *B1 = b1 ? b1->data : NULL, *B2 = b2 ? b2->data : NULL;
 	float *yd = y->data;
-	#pragma omp parallel if (TAPRT_PAR(N * (2 * C * sz + 2 * C * R)))
+	#pragma omp parallel num_threads(nt0) if (nt0 > 1)
 	{
 		int id, T = taprt_team(&id);
 		int64_t c0 = C * id / T, c1 = C * (id + 1) / T;
 		int64_t r0 = R * id / T, r1 = R * (id + 1) / T;
+		int64_t p0 = sz * id / T, p1 = sz * (id + 1) / T;
 		for (int64_t b = 0; b < N; b++) {
 			const float *xb = xd + b * C * sz;
-			/* a thread's channels of s are its own until the next
-			 * image's first barrier: another reads them only in
-			 * between, for h */
-			taprt_means_f32(xb + c0 * sz, s + c0, c1 - c0, sz);
+			float *yb = yd + b * C * sz;
+			/* a thread's channels of s (and its part) are its own
+			 * until the next image's first barrier: another reads
+			 * them only in between */
+			if (bands) {
+				/* the means of its band of every plane; then of its
+				 * channels, over the bands, each weighted by its
+				 * pixels */
+				for (int64_t c = 0; c < C; c++)
+					taprt_means_f32(xb + c * sz + p0, part + id * C + c, 1, p1 - p0);
+				#pragma omp barrier
+				for (int64_t c = c0; c < c1; c++) {
+					float m = 0;
+					for (int t = 0; t < T; t++)
+						m += part[t * C + c] * (float)(sz * (t + 1) / T - sz * t / T);
+					s[c] = m / (float)sz;
+				}
+			} else {
+				taprt_means_f32(xb + c0 * sz, s + c0, c1 - c0, sz);
+			}
 			#pragma omp barrier
 			taprt_sgemm(false, false, r1 - r0, 1, C, 1, W1 + r0 * C, C, s, 1, 0,
 			    h + r0, 1);
@@ -93,7 +118,14 @@ taprt_op_FusedSqueezeExcite(taprt_ctx *cx, const taprt_node *n)
 			taprt_sgemm(false, false, c1 - c0, 1, R, 1, W2 + c0 * R, R, h, 1, 0,
 			    s + c0, 1);
 			taprt_epilogue_vec_f32(s + c0, c1 - c0, B2 ? B2 + c0 : NULL, NULL, &gate);
-			se_scale(xb, sz, s, yd + b * C * sz, c0, c1);
+			if (bands) {
+				/* its band of every plane: needs every thread's e */
+				#pragma omp barrier
+				se_scale(xb + p0, sz, s, yb + p0, 0, C, p1 - p0);
+			} else { /* its own channels (the next image's s waits
+				  * at its first barrier) */
+				se_scale(xb, sz, s, yb, c0, c1, sz);
+			}
 		}
 	}
 }

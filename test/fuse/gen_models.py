@@ -18,7 +18,10 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
     se       squeeze-excite blocks: Relu and HardSigmoid FusedConvs with
              Mul(x, e); plain 1x1 Convs (one without bias) with Mul(e, x);
              one gated by a Sigmoid fuse-conv does not fuse (left alone);
-             20 channels (row blocks of 8 and a tail, dot tails), 2 images
+             20 channels (row blocks of 8 and a tail, dot tails), 2 images;
+             the first block on 55x61 planes (3355 pixels: split by bands
+             of pixels on 2 and 3 threads, none of equal size), the others
+             on 28x31
     xformer  decomposed LayerNorm, MatMul+bias, MatMul+bias+erf GELU,
              MatMul+bias+residual, MatMul+Relu, attention scores scaled by
              Mul and masked by Where(-inf), scaled by Div with an additive
@@ -124,12 +127,13 @@ def se(d):
 
     x = g.op('HardSwish', [g.conv('x', 8, 20, 3)])
     x = block(x, 20, 5, ('Relu', 'HardSigmoid'))
+    x = g.conv(x, 20, 20, 3, stride=2)
     x = block(x, 20, 12, (None, None), bias1=False, swap=True)
     x = block(x, 20, 5, ('Relu', 'Sigmoid'))                    # not fused
     g.save(os.path.join(d, 'model.onnx'),
-           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 7, 9])],
-           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 7, 9])], 14)
-    return {'x': rng.normal(size=(2, 8, 7, 9)).astype(f)}
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 55, 61])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 28, 31])], 14)
+    return {'x': rng.normal(size=(2, 8, 55, 61)).astype(f)}
 
 
 def xformer(d):

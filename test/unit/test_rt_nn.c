@@ -788,7 +788,8 @@ case2d(int64_t n, int64_t c, int64_t m, int64_t g, int64_t h, int64_t w, int64_t
  * block size, planes narrower and wider than a vector and taller than a
  * flush, the unrolled 3x3/5x5/7x7 kernels and the generic one (3x5,
  * dilation, stride 3), asymmetric and over-sized pads, every activation,
- * a residual, and two images.
+ * a residual, and two images; planes large enough that a team splits
+ * them by rows rather than by blocks.
  */
 static void
 conv_depthwise_cases(void)
@@ -808,6 +809,10 @@ conv_depthwise_cases(void)
 		case2d(1, 16, 16, 16, 4, 4, 3, 3, 1, 1, 3, 3, 3, 3),    /* pads > input */
 		case2d(1, 20, 20, 20, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1),    /* 1x1 plane */
 		case2d(1, 16, 16, 16, 9, 9, 3, 3, 2, 1, 0, 0, 0, 0),    /* no pads, s2 */
+		/* planes of 2048 pixels and more: on 2 and 3 threads a band
+		 * of rows of every block per thread (taprt_split_pixels) */
+		case2d(2, 20, 20, 20, 64, 50, 5, 5, 1, 1, 2, 2, 2, 2),
+		case2d(1, 17, 17, 17, 112, 112, 3, 3, 2, 1, 1, 1, 1, 1),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
@@ -848,6 +853,10 @@ conv_pointwise_cases(void)
 		case2d(1, 64, 128, 1, 56, 56, 1, 1, 2, 1, 0, 0, 0, 0),
 		case2d(2, 24, 40, 1, 15, 13, 1, 1, 2, 1, 0, 0, 0, 0),
 		case2d(1, 8, 12, 2, 20, 20, 1, 1, 3, 1, 0, 0, 0, 0),
+		/* 3150 pixels, two images, a residual: a band of pixels per
+		 * thread on 2 and 3 threads (taprt_split_pixels), the tail in
+		 * the last band */
+		case2d(2, 24, 40, 1, 50, 63, 1, 1, 1, 1, 0, 0, 0, 0),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
