@@ -8,10 +8,11 @@
  * convolutions in 12.4 ms on one thread where im2col + OpenBLAS takes about
  * 19 (docs/runtime.md, "Convolutions"); they want channels-last (NHWC)
  * activations, and tapc's tensors are NCHW, so each call transposes its
- * input into a scratch buffer (oneDNN's reorder) and its output back: an
- * 8-channel-blocked result (AVX2's) with the residual and the activation in
- * the same pass (dst_out), any other through oneDNN's reorder and then the
- * epilogue (the bias is oneDNN's).
+ * input into a scratch buffer (oneDNN's reorder) and its output back: a
+ * channel-blocked result (nChw8c, AVX2's; nChw16c, AVX-512's Winograd;
+ * NHWC, its brgconv) with the residual and the activation in the same pass
+ * (dst_out), any other through oneDNN's reorder and then the epilogue (the
+ * bias is oneDNN's).
  *
  * A node's primitive and its reordered weights are made on the node's
  * first run and kept (keyed by the node, which belongs to one rank, so one
@@ -56,7 +57,9 @@ typedef struct Prim {
 	dnnl_memory_t uwei;             /* the OIHW weights (the program's, in place) */
 	dnnl_primitive_t rwei;          /* OIHW -> wei, or NULL: the same layout */
 	size_t src_bytes, dst_bytes, wei_bytes;
-	bool dst8;                      /* its result is nChw8c: dst_out's */
+	int dcb;                        /* its result's channels a block, for dst_out:
+					 * 8 or 16 (nChw8c, nChw16c), M (NHWC);
+					 * 0: another layout, oneDNN's reorder */
 	struct Prim *next;
 } Prim;
 
@@ -224,9 +227,18 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	CK(dnnl_primitive_create(&p->prim, pd));
 	CK(reorder(&usmd, qs, &p->rsrc));
 	CK(reorder(qd, &udmd, &p->rdst));
-	dnnl_memory_desc_t b8md;
-	CK(dnnl_memory_desc_init_by_tag(&b8md, 4, dd, dnnl_f32, dnnl_nChw8c));
-	p->dst8 = dnnl_memory_desc_equal(qd, &b8md);
+	dnnl_memory_desc_t bmds[3];
+	CK(dnnl_memory_desc_init_by_tag(&bmds[0], 4, dd, dnnl_f32, dnnl_nChw8c));
+	CK(dnnl_memory_desc_init_by_tag(&bmds[1], 4, dd, dnnl_f32, dnnl_nChw16c));
+	CK(dnnl_memory_desc_init_by_tag(&bmds[2], 4, dd, dnnl_f32, dnnl_nhwc));
+	if (!p->rdst) /* the result lands in y as it is */
+		p->dcb = 0;
+	else if (dnnl_memory_desc_equal(qd, &bmds[0]))
+		p->dcb = 8;
+	else if (dnnl_memory_desc_equal(qd, &bmds[1]))
+		p->dcb = 16;
+	else if (dnnl_memory_desc_equal(qd, &bmds[2]) && c->M % 8 == 0)
+		p->dcb = (int)c->M; /* whole 8-channel runs in every pixel */
 	CK(dnnl_memory_create(&p->usrc, &usmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->udst, &udmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->src, qs, engine, DNNL_MEMORY_NONE));
@@ -297,21 +309,23 @@ tr8(v8 r[8])
 	}
 }
 
-/* Pixels per step of dst_block: a step's 8 channel runs (16 KiB) stay in
- * L1 for the epilogue. */
-#define DST_STEP 512
+/* Pixels per step of dst_block: a step's 8 channel runs (8 KiB) and the
+ * lines of the result they came from (16 KiB with 16 channels a block)
+ * stay in L1 for the epilogue and the next 8 channels of the block. */
+#define DST_STEP 256
 
 /*
- * One block of 8 channels of oneDNN's nChw8c result (P pixels of 8
- * channels at d) into its mr <= 8 NCHW planes at y (z likewise), 8 pixels
- * at a time through a register transpose, the residual and the activation
- * over each step's runs while they are in L1: the layout change and the
+ * 8 channels of oneDNN's channel-blocked result (pixel p's 8 floats at
+ * d + p * ps: nChw8c's block, half of nChw16c's, NHWC's 8-channel run)
+ * into their mr <= 8 NCHW planes at y (z likewise), 8 pixels at a time
+ * through a register transpose, the residual and the activation over
+ * each step's runs while they are in L1: the layout change and the
  * epilogue in one pass over the result, where oneDNN's reorder and then
  * the epilogue took two.
  */
 static TAPRT_AVX2 void
-dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const taprt_act *act,
-    bool epi)
+dst_block(const float *d, int64_t ps, float *y, const float *z, int64_t P, int mr,
+    const taprt_act *act, bool epi)
 {
 	for (int64_t p0 = 0; p0 < P; p0 += DST_STEP) {
 		const int64_t p1 = P - p0 < DST_STEP ? P : p0 + DST_STEP;
@@ -319,14 +333,14 @@ dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const tap
 		for (; p + 8 <= p1; p += 8) {
 			v8 r[8];
 			for (int i = 0; i < 8; i++)
-				r[i] = *(const v8u *)(d + (p + i) * 8);
+				r[i] = *(const v8u *)(d + (p + i) * ps);
 			tr8(r);
 			for (int j = 0; j < mr; j++)
 				*(v8u *)(y + j * P + p) = r[j];
 		}
 		for (; p < p1; p++)
 			for (int j = 0; j < mr; j++)
-				y[j * P + p] = d[p * 8 + j];
+				y[j * P + p] = d[p * ps + j];
 		if (epi)
 			for (int j = 0; j < mr; j++)
 				taprt_epilogue_f32(y + j * P + p0, p1 - p0, 0,
@@ -336,26 +350,29 @@ dst_block(const float *d, float *y, const float *z, int64_t P, int mr, const tap
 
 #endif /* TAPRT_VEC8 */
 
-/* The result d (nChw8c) into NCHW y with the residual and activation, the
- * team splitting the blocks of 8 channels (whole channels a thread, as
- * the other kernels split them); 0 when this CPU has no AVX2. */
+/* The result d (cb channels a block: nChw8c, nChw16c, or NHWC as one
+ * block of M) into NCHW y with the residual and activation, the team
+ * splitting the runs of 8 channels (whole channels a thread, as the other
+ * kernels split them); 0 when this CPU has no AVX2. */
 static int
-dst_out(const float *d, float *y, const float *z, const taprt_conv2d *c, const taprt_act *act)
+dst_out(const float *d, int64_t cb, float *y, const float *z, const taprt_conv2d *c,
+    const taprt_act *act)
 {
 #ifdef TAPRT_VEC8
 	if (taprt_isa() < TAPRT_ISA_AVX2)
 		return 0;
 	const int64_t M = c->M, P = c->OH * c->OW, nb = (M + 7) / 8;
+	const int64_t image = (M + cb - 1) / cb * cb * P; /* blocks padded to cb */
 	const bool epi = z || act->kind != TAPRT_ACT_NONE;
 	#pragma omp parallel for if (TAPRT_PAR(c->N * M * P)) schedule(static)
 	for (int64_t i = 0; i < c->N * nb; i++) {
 		const int64_t b = i / nb, m0 = i % nb * 8, o = (b * M + m0) * P;
-		dst_block(d + i * P * 8, y + o, z ? z + o : NULL, P, M - m0 < 8 ? (int)(M - m0) : 8,
-		    act, epi);
+		dst_block(d + b * image + m0 / cb * cb * P + m0 % cb, cb, y + o, z ? z + o : NULL,
+		    P, M - m0 < 8 ? (int)(M - m0) : 8, act, epi);
 	}
 	return 1;
 #else
-	(void)d, (void)y, (void)z, (void)c, (void)act;
+	(void)d, (void)cb, (void)y, (void)z, (void)c, (void)act;
 	return 0;
 #endif
 }
@@ -390,7 +407,7 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 	    dnnl_primitive_execute(p->prim, s, p->bias ? 4 : 3, args) || dnnl_stream_wait(s))
 		return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);
 	/* the result to NCHW and the epilogue in one pass, or in two */
-	if (p->dst8 && dst_out(dst, y, z, c, act))
+	if (p->dcb && dst_out(dst, p->dcb, y, z, c, act))
 		return 1;
 	if (p->rdst && (dnnl_primitive_execute(p->rdst, s, 2, rd) || dnnl_stream_wait(s)))
 		return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);

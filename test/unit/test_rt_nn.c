@@ -953,6 +953,10 @@ conv_dnnl_cases(void)
 		case2d(2, 16, 20, 1, 54, 54, 3, 3, 2, 1, 1, 1, 1, 1),   /* 27x27 */
 		case2d(1, 32, 64, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2),
 		case2d(1, 24, 36, 1, 33, 31, 3, 3, 2, 1, 1, 0, 1, 1),
+		/* AVX-512: Winograd's nChw16c with a last block of 8 (72
+		 * filters), brgconv's NHWC with 40 (runs of 8, not 16) */
+		case2d(1, 64, 72, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 16, 40, 1, 23, 25, 3, 3, 2, 1, 1, 1, 1, 1),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
