@@ -19,10 +19,15 @@
 # BENCH_REPEATS rounds, each round one run of ours (--bench N --warmup W)
 # followed by one run of onnxruntime (--warmup W --repeat N, intra-op 1,
 # inter-op 1, sequential), each under /usr/bin/time for its peak RSS.  The
-# table shows the median over the rounds of each side's ms/iteration, ratio
-# = ort_ms / our_ms (our throughput relative to onnxruntime's; > 1 means we
-# are faster), and the largest peak RSS of each side (MiB; onnxruntime's is
-# the node process's, which includes node itself: BENCH_ORT_BASE below).
+# table shows the median over the rounds of each side's ms/iteration, the
+# ratio -- the median over the rounds of the round's ort_ms / our_ms (our
+# throughput relative to onnxruntime's; > 1 means we are faster): the two
+# runs of a round are back to back, so a slow phase of a shared host weighs
+# on both, where the two sides' medians can come from different phases (a
+# virtual machine here ran the same 2 ms program at 1.98 and 2.49 ms
+# minutes apart) -- and the largest peak RSS of each side (MiB;
+# onnxruntime's is the node process's, which includes node itself:
+# BENCH_ORT_BASE below).
 # The last lines say whether every row reaches BENCH_TARGET and whether our
 # peak RSS is at most onnxruntime's on every row.
 #
@@ -171,7 +176,7 @@ bench() {
 	w=$(awk -v n="$n" 'BEGIN {w = int(n / 10); if (w < 5) w = 5; if (w > 1000) w = 1000; print w}')
 	log "$name batch $b: check $check, $n iterations, warm-up $w, $repeats rounds (calibration: ours $o ms, ort $r ms)"
 
-	: >"$work/ours" && : >"$work/ort" && : >"$work/ours_rss" && : >"$work/ort_rss"
+	: >"$work/ours" && : >"$work/ort" && : >"$work/ours_rss" && : >"$work/ort_rss" && : >"$work/ratios"
 	i=0
 	while [ "$i" -lt "$repeats" ]; do
 		o=$(our_ms "$prog" "$n" "$w" "$data")
@@ -181,17 +186,19 @@ bench() {
 		rss >>"$work/ort_rss"
 		echo "$o" >>"$work/ours"
 		echo "$r" >>"$work/ort"
+		awk -v o="$o" -v r="$r" 'BEGIN {printf "%.6g\n", r / o}' >>"$work/ratios"
 		log "  round $((i + 1)): ours $o ms, ort $r ms"
 		i=$((i + 1))
 	done
 	om=$(median <"$work/ours")
 	rm_=$(median <"$work/ort")
+	pr=$(median <"$work/ratios")
 	# spread: (max - min) / median, per side, in percent
 	os=$(sort -g "$work/ours" | awk -v md="$om" 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f", (hi - lo) / md * 100}')
 	rs=$(sort -g "$work/ort" | awk -v md="$rm_" 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f", (hi - lo) / md * 100}')
 	orss=$(sort -g "$work/ours_rss" | tail -n 1)
 	rrss=$(sort -g "$work/ort_rss" | tail -n 1)
-	echo "$name $b $om $rm_ $n $check $os $rs $orss $rrss" >>"$rows"
+	echo "$name $b $om $rm_ $n $check $os $rs $orss $rrss $pr" >>"$rows"
 }
 
 checkflags=
@@ -237,10 +244,10 @@ ort_base=$(/usr/bin/time -f %M node -e "require('onnxruntime-node')" 2>&1 >/dev/
 	echo
 	echo "| model | batch | tapc ms/iter | ort ms/iter | ratio (ort/tapc) | tapc RSS | ort RSS | iters | spread tapc/ort | check |"
 	echo "|-------|------:|-------------:|------------:|-----------------:|---------:|--------:|------:|----------------:|-------|"
-	awk '{printf "| %s | %d | %.4g | %.4g | %.2f | %.0f | %.0f | %d | %s%%/%s%% | %s |\n", $1, $2, $3, $4, $4 / $3, $9 / 1024, $10 / 1024, $5, $7, $8, $6}' "$rows"
+	awk '{printf "| %s | %d | %.4g | %.4g | %.2f | %.0f | %.0f | %d | %s%%/%s%% | %s |\n", $1, $2, $3, $4, $11, $9 / 1024, $10 / 1024, $5, $7, $8, $6}' "$rows"
 	echo
 	awk -v t="$target" '
-		{ r = $4 / $3; n++
+		{ r = $11; n++
 		  if (n == 1 || r < min) {min = r; at = $1 " batch " $2}
 		  if (r < t) bad = bad " " $1 "/b" $2
 		  if ($9 > $10) fat = fat " " $1 "/b" $2 }
