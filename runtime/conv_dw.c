@@ -119,7 +119,7 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	 * cut). */
 	const int64_t units = c->N * nb * g.OH;
 	const int T = TAPRT_PAR(c->N * C * P * KK / 4) && units > 1 ? taprt_team_size() : 1;
-	const bool bands = taprt_split_pixels(P, T);
+	const bool bands = taprt_split_pixels(P, T) && g.OH >= 4 * T; /* rows to share */
 	#pragma omp parallel num_threads(T) if (T > 1)
 	{
 		int id, nt = taprt_team(&id);
