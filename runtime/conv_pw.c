@@ -250,6 +250,13 @@ pw_span(const pw_call *k, int64_t m0, int64_t m1, int64_t v, int64_t v1)
 			}
 	}
 }
+/* Every filter of M, 48 (a chunk) at a time, over the pixel units [v0, v1). */
+static void
+pw_chunks(const pw_call *k, int64_t M, int64_t v0, int64_t v1)
+{
+	for (int64_t m0 = 0; m0 < M && v0 < v1; m0 += 48)
+		pw_span(k, m0, m0 + 48 < M ? m0 + 48 : M, v0, v1);
+}
 #endif /* PW_X86 */
 
 /*
@@ -282,17 +289,14 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 	const int64_t per = k.nvec + (k.tail > 0);
 	const int T = TAPRT_PAR(M * C * P / 8) ? taprt_team_size() : 1;
 	if (T == 1) {
-		for (int64_t m0 = 0; m0 < M; m0 += 48)
-			pw_span(&k, m0, m0 + 48 < M ? m0 + 48 : M, 0, per);
+		pw_chunks(&k, M, 0, per);
 		return 1;
 	}
 	if (taprt_split_pixels(P, T)) {
 		#pragma omp parallel num_threads(T)
 		{
 			int id, nt = taprt_team(&id);
-			int64_t v0 = per * id / nt, v1 = per * (id + 1) / nt;
-			for (int64_t m0 = 0; m0 < M && v0 < v1; m0 += 48)
-				pw_span(&k, m0, m0 + 48 < M ? m0 + 48 : M, v0, v1);
+			pw_chunks(&k, M, per * id / nt, per * (id + 1) / nt);
 		}
 		return 1;
 	}
