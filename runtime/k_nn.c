@@ -852,8 +852,8 @@ direct_lenc(const geom *g, const dplan *d, int64_t Mg)
 	return (direct_chunk_rows(g, d, Mg) * d->pitch + 15 + 15) & ~(int64_t)15;
 }
 
-/* Floats of one image's group's buffer: the padded planes, slack, and the
- * chunk accumulators of nthr threads. */
+/* Floats of one thread's part of an image's group's buffer: the padded
+ * planes, slack, and the chunk accumulators. */
 static int64_t
 direct_acc_at(const dplan *d, int64_t Cg)
 {
@@ -861,9 +861,16 @@ direct_acc_at(const dplan *d, int64_t Cg)
 }
 
 static int64_t
+direct_part(const geom *g, const dplan *d, int64_t Cg, int64_t Mg)
+{
+	return direct_acc_at(d, Cg) + Mg * direct_lenc(g, d, Mg);
+}
+
+/* Floats of one image's group's buffer: a part for each of nthr threads. */
+static int64_t
 direct_buf_floats(const geom *g, const dplan *d, int64_t Cg, int64_t Mg, int nthr)
 {
-	return direct_acc_at(d, Cg) + nthr * Mg * direct_lenc(g, d, Mg);
+	return nthr * direct_part(g, d, Cg, Mg);
 }
 
 /* Rows [r0, r1) of every channel's padded planes (pad_rows_f32). */
@@ -892,23 +899,44 @@ direct_slack(const dplan *d, float *planes, int64_t Cg)
 		planes[i] = 0;
 }
 
-/* Output rows [oh0, oh1) of a direct Conv from the padded planes, a chunk
- * of rows at a time: the chunk's positions for every filter into acc
- * (direct_lenc floats per filter; a chunk starts at the block holding its
- * first row, so up to 15 positions of the row before are computed twice),
- * then its rows out with the epilogue while acc is in cache. */
+/* Output rows [oh0, oh1) of a direct Conv, a chunk of rows at a time: the
+ * rows of the padded planes the chunk reads that are not padded yet (each
+ * chunk pads the rows after the last one's, so they are in L1/L2 when the
+ * kernel reads them, not written for the whole image first and read back
+ * from L3), the chunk's positions for every filter into acc (direct_lenc
+ * floats per filter; a chunk starts at the block holding its first row,
+ * so up to 15 positions of the row before are computed twice), then its
+ * rows out with the epilogue while acc is in cache.  planes are this
+ * thread's own, with slack after the last one (zeroed here).  Positions
+ * past a chunk's last row that only its rounded-up last block computes
+ * may read rows not padded yet; they are never output. */
 static void
-direct_rows(const float *planes, const int64_t *off, const float *w, const float *bias,
-    const float *z, float *y, int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *acc,
-    int64_t oh0, int64_t oh1, const taprt_act *act)
+direct_rows(const float *x, float *planes, const int64_t *off, const float *w,
+    const float *bias, const float *z, float *y, int64_t Cg, int64_t Mg, const geom *g,
+    const dplan *d, float *acc, int64_t oh0, int64_t oh1, const taprt_act *act)
 {
 	const int64_t KK = g->k[1] * g->k[2], P = g->osz, OW = g->out[2], pitch = d->pitch;
 	const int64_t ch = direct_chunk_rows(g, d, Mg), lenc = direct_lenc(g, d, Mg);
+	/* a plane's rows (a phase plane's at stride 2), and the furthest a
+	 * tap reads past its position inside one */
+	const int64_t rows = g->st[1] == 1 ? d->hp : d->hq;
+	const int64_t reach = g->st[1] == 1 ? (g->k[1] - 1) * pitch + g->k[2] - 1 :
+	    (g->k[1] - 1) / 2 * pitch + (g->k[2] - 1) / 2;
+	int64_t done = -1; /* rows [first, done) are padded */
+	direct_slack(d, planes, Cg);
 	for (int64_t oh = oh0; oh < oh1; oh += ch) {
 		int64_t ohe = oh + ch < oh1 ? oh + ch : oh1;
 		int64_t p0 = oh * pitch & ~(int64_t)15, p1 = (ohe - 1) * pitch + OW;
-		direct_kernel_f32(planes + p0, d->plane, off, KK, w, Cg, Mg, acc,
-		    (p1 - p0 + 15) & ~(int64_t)15, lenc);
+		int64_t n = (p1 - p0 + 15) & ~(int64_t)15;
+		int64_t r1 = (p0 + n - 1 + reach) / pitch + 1;
+		r1 = r1 < rows ? r1 : rows;
+		if (done < 0)
+			done = p0 / pitch;
+		if (done < r1) {
+			pad_channels(x, g, d, planes, Cg, done, r1);
+			done = r1;
+		}
+		direct_kernel_f32(planes + p0, d->plane, off, KK, w, Cg, Mg, acc, n, lenc);
 		for (int64_t m = 0; m < Mg; m++)
 			unpad_f32(acc + m * lenc + oh * pitch - p0, pitch, ohe - oh, OW,
 			    y + m * P + oh * OW, bias ? bias[m] : 0, z ? z + m * P + oh * OW : NULL,
@@ -919,42 +947,36 @@ direct_rows(const float *planes, const int64_t *off, const float *w, const float
 /*
  * One image's group of a direct Conv: Mg filters over Cg channels; buf
  * holds direct_buf_floats() for one thread, or with par for the team a
- * region started here gets (taprt_team_size()).  With par (one image's group alone: an
- * RGB input's first convolution) the rank's threads pad an equal band of
- * every channel's rows (a plane per thread would leave one of two threads
- * idle a third of the time on three channels), then each computes and
- * writes out one contiguous band of output rows, chunk by chunk: the rows
- * the next kernel's thread of the same number reads when it splits by
- * rows too (the depthwise convolution does).  Without par the loops run
- * outside OpenMP: a region, even one its if clause makes serial, is a
- * libgomp team, and nested in the caller's per-image loop each costs futex
- * calls (a fifth of a small CNN's time at batch 4).
+ * region started here gets (taprt_team_size()).  With par (one image's
+ * group alone: an RGB input's first convolution) each thread computes and
+ * writes out one contiguous band of output rows, chunk by chunk, padding
+ * the input rows it reads into planes of its own: no barrier between
+ * padding and computing (the rows at the bands' edge are padded by both
+ * threads).  The band is the rows the next kernel's thread of the same
+ * number reads when it splits by rows too (the depthwise convolution
+ * does).  Without par the loops run outside OpenMP: a region, even one
+ * its if clause makes serial, is a libgomp team, and nested in the
+ * caller's per-image loop each costs futex calls (a fifth of a small
+ * CNN's time at batch 4).
  */
 static void
 direct_group_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
     int64_t Cg, int64_t Mg, const geom *g, const dplan *d, float *buf, const taprt_act *act,
     bool par)
 {
-	const int64_t OH = g->out[1], rows = g->st[1] == 1 ? d->hp : d->hq;
-	const int64_t accsz = Mg * direct_lenc(g, d, Mg);
-	float *planes = buf, *acc = buf + direct_acc_at(d, Cg);
+	const int64_t OH = g->out[1], part = direct_part(g, d, Cg, Mg), at = direct_acc_at(d, Cg);
 	int64_t off[64];
 	direct_taps(g, d, off);
 	if (!par) {
-		pad_channels(x, g, d, planes, Cg, 0, rows);
-		direct_slack(d, planes, Cg);
-		direct_rows(planes, off, w, bias, z, y, Cg, Mg, g, d, acc, 0, OH, act);
+		direct_rows(x, buf, off, w, bias, z, y, Cg, Mg, g, d, buf + at, 0, OH, act);
 		return;
 	}
 	#pragma omp parallel
 	{
 		int id, T = taprt_team(&id);
-		pad_channels(x, g, d, planes, Cg, rows * id / T, rows * (id + 1) / T);
-		if (id == T - 1)
-			direct_slack(d, planes, Cg);
-		#pragma omp barrier
-		direct_rows(planes, off, w, bias, z, y, Cg, Mg, g, d, acc + id * accsz,
-		    OH * id / T, OH * (id + 1) / T, act);
+		float *mine = buf + id * part;
+		direct_rows(x, mine, off, w, bias, z, y, Cg, Mg, g, d, mine + at, OH * id / T,
+		    OH * (id + 1) / T, act);
 	}
 }
 

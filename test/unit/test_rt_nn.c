@@ -917,8 +917,8 @@ conv_direct_cases(void)
  * (TAPRT_PAR_MIN 1): the depthwise blocks' rows and the pointwise units
  * cut into one contiguous share per thread (a share may begin or end
  * inside a block, a row band or a chunk's tail), and the direct
- * convolution of one image's group (every channel's rows padded by the
- * team, then a band of rows each).
+ * convolution of one image's group (a band of rows each, each thread
+ * padding the input rows its band reads into planes of its own).
  */
 static void
 test_conv_threads(void)
