@@ -852,14 +852,16 @@ direct_lenc(const geom *g, const dplan *d, int64_t Mg)
 	return (direct_chunk_rows(g, d, Mg) * d->pitch + 15 + 15) & ~(int64_t)15;
 }
 
-/* Floats of one thread's part of an image's group's buffer: the padded
- * planes, slack, and the chunk accumulators. */
+/* Where a thread's chunk accumulators start in its part of the buffer:
+ * after the padded planes and their slack. */
 static int64_t
 direct_acc_at(const dplan *d, int64_t Cg)
 {
 	return (Cg * d->plane + 64 + 15) & ~(int64_t)15;
 }
 
+/* Floats of one thread's part of an image's group's buffer: the padded
+ * planes, slack, and the chunk accumulators. */
 static int64_t
 direct_part(const geom *g, const dplan *d, int64_t Cg, int64_t Mg)
 {
