@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "runtime/internal.h"
+#include "runtime/vact.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define PW_X86 1
@@ -58,14 +59,6 @@ act1(float v, const taprt_act *a)
 	}
 }
 
-/* The in-register epilogue's activations; the others (GELU) run after the
- * tile is stored, through taprt_epilogue_f32. */
-static bool
-act_in_tile(const taprt_act *a)
-{
-	return a->kind != TAPRT_ACT_GELU;
-}
-
 /*
  * PW_IMPL(suffix, VW, MR, NV): the kernels for one instruction set
  * (PW_ATTR_suffix: its target), vectors of VW floats, tiles of MR filters x
@@ -79,42 +72,7 @@ act_in_tile(const taprt_act *a)
 typedef float vf_##S __attribute__((vector_size(VW * 4), aligned(4)));            \
 typedef int vi_##S __attribute__((vector_size(VW * 4)));                          \
                                                                                   \
-static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
-vmax_##S(vf_##S a, vf_##S b)                                                      \
-{                                                                                 \
-	vi_##S m = a > b;                                                         \
-	return (vf_##S)(((vi_##S)a & m) | ((vi_##S)b & ~m));                      \
-}                                                                                 \
-static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
-vmin_##S(vf_##S a, vf_##S b)                                                      \
-{                                                                                 \
-	vi_##S m = a < b;                                                         \
-	return (vf_##S)(((vi_##S)a & m) | ((vi_##S)b & ~m));                      \
-}                                                                                 \
-                                                                                  \
-/* k_elementwise.c's formulas */                                                  \
-static inline __attribute__((always_inline, PW_ATTR_##S)) vf_##S                       \
-act_##S(vf_##S v, const taprt_act *a)                                             \
-{                                                                                 \
-	const vf_##S zero = {0}, one = 1.0f - zero;                               \
-	switch (a->kind) {                                                        \
-	case TAPRT_ACT_RELU:                                                      \
-		return vmax_##S(v, zero);                                         \
-	case TAPRT_ACT_CLIP:                                                      \
-		return vmin_##S(vmax_##S(v, a->a - zero), a->b - zero);           \
-	case TAPRT_ACT_HARDSIGMOID:                                               \
-		return vmin_##S(vmax_##S(v * a->a + a->b, zero), one);            \
-	case TAPRT_ACT_HARDSWISH:                                                 \
-		return v * vmin_##S(vmax_##S(v * (1.0f / 6) + 0.5f, zero), one);  \
-	case TAPRT_ACT_LEAKYRELU: {                                               \
-		vi_##S m = v < zero;                                              \
-		vf_##S l = v * a->a;                                              \
-		return (vf_##S)(((vi_##S)l & m) | ((vi_##S)v & ~m));              \
-	}                                                                         \
-	default:                                                                  \
-		return v;                                                         \
-	}                                                                         \
-}                                                                                 \
+TAPRT_VACT(act_##S, vf_##S, vi_##S, PW_ATTR_##S)                                  \
                                                                                   \
 static inline __attribute__((always_inline, PW_ATTR_##S)) void                        \
 pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,     \
@@ -141,7 +99,7 @@ pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,   
 			if (epi) {                                                \
 				if (z)                                            \
 					v += *(const vf_##S *)(z + i * ldy + j * VW); \
-				v = act_##S(v, act);                              \
+				act_##S(&v, act);                              \
 			}                                                         \
 			*(vf_##S *)(y + i * ldy + j * VW) = v;                    \
 		}                                                                 \
@@ -285,7 +243,7 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 		return 0;
 	const int vw = nb / (nb == 64 ? 4 : 2);
 	pw_call k = {rows, w, x, bias, z, y, act, C, P, vw, nb / vw, P / vw, P % vw,
-		act_in_tile(act)};
+		taprt_vact_ok(act)};
 	const int64_t per = k.nvec + (k.tail > 0);
 	const int T = TAPRT_PAR(M * C * P / 8) ? taprt_team_size() : 1;
 	if (T == 1) {

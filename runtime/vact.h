@@ -1,0 +1,76 @@
+/*
+ * vact.h - the fused activations of runtime/taprt_acts.def on one vector
+ * register, with k_elementwise.c's formulas, for the kernels that apply
+ * them before a store (conv_pw.c's tiles, conv_dw_impl.h's pixels).
+ *
+ *   TAPRT_VACT(name, VF, VI, target attributes...)
+ *
+ * defines `static inline void name(VF *v, const taprt_act *a)`, *v =
+ * act(*v), for a GCC vector type VF of floats and VI of as many ints
+ * (through a pointer: no vector passed by value where the target has no
+ * AVX).  Gelu (and an unknown kind) leaves *v as it is: the callers run it after the store, through
+ * taprt_epilogue_f32 (taprt_vact_ok says which).
+ *
+ * Needs: runtime/internal.h (taprt_act).
+ */
+#ifndef TAPC_RUNTIME_VACT_H
+#define TAPC_RUNTIME_VACT_H
+
+#include <stdbool.h>
+
+#include "runtime/internal.h"
+
+/* Does TAPRT_VACT's function apply a? */
+static inline bool
+taprt_vact_ok(const taprt_act *a)
+{
+	return a->kind != TAPRT_ACT_GELU;
+}
+
+/* lane-wise max and min of x and y (locals), by masks: the scalar
+ * formulas' comparisons, lane by lane */
+#define TAPRT_VMAX_(VF, VI, x, y) ((VF)(((VI)(x) & ((x) > (y))) | ((VI)(y) & ~((x) > (y)))))
+#define TAPRT_VMIN_(VF, VI, x, y) ((VF)(((VI)(x) & ((x) < (y))) | ((VI)(y) & ~((x) < (y)))))
+#define TAPRT_VACT(NAME, VF, VI, ...)                                             \
+static inline __attribute__((always_inline, __VA_ARGS__)) void                    \
+NAME(VF *p, const taprt_act *a)                                                   \
+{                                                                                 \
+	const VF zero = {0}, one = 1.0f - zero;                                   \
+	VF v = *p, t;                                                             \
+	switch (a->kind) {                                                        \
+	case TAPRT_ACT_RELU:                                                      \
+		*p = TAPRT_VMAX_(VF, VI, v, zero);                                \
+		break;                                                            \
+	case TAPRT_ACT_CLIP: {                                                    \
+		const VF lo = a->a - zero, hi = a->b - zero;                      \
+		t = TAPRT_VMAX_(VF, VI, v, lo);                                   \
+		*p = TAPRT_VMIN_(VF, VI, t, hi);                                  \
+		break;                                                            \
+	}                                                                         \
+	case TAPRT_ACT_HARDSIGMOID:                                               \
+		v = v * a->a + a->b;                                              \
+		t = TAPRT_VMAX_(VF, VI, v, zero);                                 \
+		*p = TAPRT_VMIN_(VF, VI, t, one);                                 \
+		break;                                                            \
+	case TAPRT_ACT_HARDSWISH: {                                               \
+		VF u = v * (1.0f / 6) + 0.5f;                                     \
+		t = TAPRT_VMAX_(VF, VI, u, zero);                                 \
+		*p = v * TAPRT_VMIN_(VF, VI, t, one);                             \
+		break;                                                            \
+	}                                                                         \
+	case TAPRT_ACT_LEAKYRELU: {                                               \
+		t = v * a->a;                                                     \
+		VI m = v < zero;                                                  \
+		*p = (VF)(((VI)t & m) | ((VI)v & ~m));                            \
+		break;                                                            \
+	}                                                                         \
+	default:                                                                  \
+		break;                                                            \
+	}                                                                         \
+}
+
+/* TAPRT_VACT with NAME macro-expanded first (NAME may be a macro call,
+ * as conv_dw_impl.h's DW_(act)) */
+#define TAPRT_VACT_X(NAME, ...) TAPRT_VACT(NAME, __VA_ARGS__)
+
+#endif
