@@ -82,6 +82,14 @@ ir_node_flops(Graph *g, NodeId id)
 		Tensor *w = &g->tensors[n->in[1]];
 		return 2 * ir_numel(y) + 4 * ir_numel(w) * (a->rank ? a->dims[0] : 1);
 	}
+	case OP_FusedConvDw: {
+		/* the 1x1 over every input pixel, then the depthwise taps */
+		Tensor *w1 = &g->tensors[n->in[1]], *w = &g->tensors[n->in[2]];
+		int64_t px = a->rank > 1 ? ir_numel(a) / a->dims[1] : 0, k = 1;
+		for (int i = 2; i < w->rank; i++)
+			k *= w->dims[i];
+		return 2 * px * ir_numel(w1) + 2 * ir_numel(y) * k;
+	}
 	case OP_Conv: case OP_FusedConv: {
 		Tensor *w = &g->tensors[n->in[1]];
 		int64_t k = 1;

@@ -61,6 +61,11 @@ OWN = {
                      ("scale", "FLOAT", 0)],
     "FusedSqueezeExcite": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0),
                            ("gate", "STRING", 0), ("gate_params", "FLOATS", 0)],
+    "FusedConvDw": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0),
+                    ("auto_pad", "STRING", 0), ("dilations", "INTS", 0),
+                    ("expand_activation", "STRING", 0),
+                    ("expand_activation_params", "FLOATS", 0), ("group", "INT", 0),
+                    ("kernel_shape", "INTS", 0), ("pads", "INTS", 0), ("strides", "INTS", 0)],
 }
 
 # python3-onnx 1.12 knows opsets up to 17; tapc reads 18.  The operators

@@ -326,7 +326,7 @@ static const struct {
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
 	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
-	[OP_FusedSqueezeExcite] = {3, 5, 1, 1},
+	[OP_FusedSqueezeExcite] = {3, 5, 1, 1}, [OP_FusedConvDw] = {3, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
@@ -1865,6 +1865,58 @@ infer_fused_se(Graph *g, NodeId n)
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
+/* FusedConvDw: X f32 [N, C1, spatial...] (1 or 2 spatial dims), W1 [C1, C]
+ * (the 1x1's filters transposed), W [C, 1, k...] depthwise, group C, B1
+ * and B [C] optional; Y the depthwise Conv's of a [N, C, spatial...] input.
+ * Kernels up to 64 rows (conv_dw.c's limit). */
+static bool
+infer_fused_conv_dw(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *w1 = in(g, n, 1), *w = in(g, n, 2);
+	Tensor *b[2] = {in(g, n, 3), in(g, n, 4)};
+	if (x->dtype != DT_F32 || x->rank < 3 || x->rank > 4) {
+		diag_node(g, n, "input 0 is %s, expected f32 [N,C,H,W] or [N,C,W]", ts(x));
+		return false;
+	}
+	int64_t C1 = x->dims[1], C = w1->rank == 2 ? w1->dims[1] : -1;
+	if (w1->dtype != DT_F32 || w1->rank != 2 || w1->dims[0] != C1) {
+		diag_node(g, n, "input 1 is %s, expected f32[%lld,C]", ts(w1), (long long)C1);
+		return false;
+	}
+	bool ok = w->dtype == DT_F32 && w->rank == x->rank && w->dims[0] == C && w->dims[1] == 1;
+	for (int d = 2; ok && d < w->rank; d++)
+		ok = w->dims[d] >= 1 && (d > 2 || x->rank == 3 || w->dims[d] <= 64);
+	if (!ok) {
+		diag_node(g, n, "input 2 is %s, expected f32[%lld,1,k...] (at most 64 rows)", ts(w),
+		    (long long)C);
+		return false;
+	}
+	if (ir_attr_int(g, n, "group", C) != C) {
+		diag_node(g, n, "attribute 'group' is %lld, expected %lld (depthwise)",
+		    (long long)ir_attr_int(g, n, "group", C), (long long)C);
+		return false;
+	}
+	for (int i = 0; i < 2; i++)
+		if (b[i] && (b[i]->dtype != DT_F32 || b[i]->rank != 1 || b[i]->dims[0] != C)) {
+			diag_node(g, n, "input %d is %s, expected f32[%lld]", 3 + i, ts(b[i]),
+			    (long long)C);
+			return false;
+		}
+	int64_t ks[IR_MAX_RANK];
+	if (!attr_ints(g, n, "kernel_shape", x->rank - 2, 1, 1, ks))
+		return false;
+	for (int i = 0; i < x->rank - 2; i++)
+		if (ir_attr(g, n, "kernel_shape") && ks[i] != w->dims[2 + i]) {
+			diag_node(g, n, "kernel_shape does not match input 2 %s", ts(w));
+			return false;
+		}
+	Shape s;
+	if (!window(g, n, x, w->dims + 2, false, &s))
+		return false;
+	s.d[1] = C;
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
 static bool
 infer_softmax(Graph *g, NodeId n)
 {
@@ -2318,6 +2370,9 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
 	case OP_FusedSqueezeExcite:
 		return infer_fused_se(g, n) && fused_act(g, n, "activation") && fused_act(g, n, "gate");
+	case OP_FusedConvDw:
+		return infer_fused_conv_dw(g, n) && fused_act(g, n, "activation") &&
+		    fused_act(g, n, "expand_activation");
 	default:
 		break;
 	}

@@ -22,9 +22,10 @@
 
 #include "passes/fuse.h"
 
-/* A parameter fold can read: f32, whole, its bytes available. */
-static const float *
-param(Graph *g, TensorId t, int64_t numel)
+/* A parameter a fusion can read at compile time: f32, whole, numel
+ * elements, its bytes available (fuse.h). */
+const float *
+fuse_param(Graph *g, TensorId t, int64_t numel)
 {
 	if (t == IR_NONE)
 		return NULL;
@@ -35,9 +36,9 @@ param(Graph *g, TensorId t, int64_t numel)
 	return ir_weight_bytes(g, t);
 }
 
-/* A name no tensor has: base + suffix, then base + suffix + ".N". */
-static const char *
-fresh_name(Graph *g, const char *base, const char *suffix)
+/* A name no tensor has: base + suffix, then base + suffix + ".N" (fuse.h). */
+const char *
+fuse_fresh_name(Graph *g, const char *base, const char *suffix)
 {
 	size_t n = strlen(base) + strlen(suffix) + 24;
 	char *buf = malloc(n);
@@ -59,9 +60,10 @@ fresh_name(Graph *g, const char *base, const char *suffix)
 	return s;
 }
 
-/* A new inline f32 weight of the given shape holding data (arena bytes). */
-static TensorId
-new_weight(Graph *g, const char *name, int rank, const int64_t *dims, float *data)
+/* A new inline f32 weight of the given shape holding data (arena bytes;
+ * fuse.h). */
+TensorId
+fuse_new_weight(Graph *g, const char *name, int rank, const int64_t *dims, float *data)
 {
 	TensorId t = ir_add_tensor(g, name, TK_WEIGHT, DT_F32);
 	Tensor *tt = &g->tensors[t];
@@ -94,10 +96,10 @@ fold_one(Graph *g, NodeId bn)
 	if (wt->rank < 1 || g->tensors[x].dtype != DT_F32)
 		return false;
 	int64_t M = wt->dims[0], per = M ? ir_numel(wt) / M : 0;
-	const float *W = param(g, w, ir_numel(wt));
-	const float *B = cb != IR_NONE ? param(g, cb, M) : NULL;
-	const float *sc = param(g, b->in[1], M), *bi = param(g, b->in[2], M);
-	const float *mu = param(g, b->in[3], M), *var = param(g, b->in[4], M);
+	const float *W = fuse_param(g, w, ir_numel(wt));
+	const float *B = cb != IR_NONE ? fuse_param(g, cb, M) : NULL;
+	const float *sc = fuse_param(g, b->in[1], M), *bi = fuse_param(g, b->in[2], M);
+	const float *mu = fuse_param(g, b->in[3], M), *var = fuse_param(g, b->in[4], M);
 	if (!W || (cb != IR_NONE && !B) || !sc || !bi || !mu || !var)
 		return false;
 	double eps = ir_attr_float(g, bn, "epsilon", 1e-5f);
@@ -115,8 +117,8 @@ fold_one(Graph *g, NodeId bn)
 	memcpy(dims, wt->dims, sizeof dims);
 	const char *wname = wt->name, *bname = g->tensors[b->in[2]].name;
 	TensorId in[3] = {c->in[0], IR_NONE, IR_NONE};
-	in[1] = new_weight(g, fresh_name(g, wname, "|bn"), rank, dims, w2);
-	in[2] = new_weight(g, fresh_name(g, bname, "|bn"), 1, bd, b2);
+	in[1] = fuse_new_weight(g, fuse_fresh_name(g, wname, "|bn"), rank, dims, w2);
+	in[2] = fuse_new_weight(g, fuse_fresh_name(g, bname, "|bn"), 1, bd, b2);
 	fuse_set_inputs(g, cv, 3, in);
 	/* the Conv now computes what the BN did, in the BN's output */
 	c->out[0] = b->out[0];

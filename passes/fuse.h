@@ -1,6 +1,6 @@
 /*
  * fuse.h - what the fusion passes share (fold_bn.c, fuse_conv.c,
- * fuse_se.c, fuse_matmul.c, fuse_norm.c, fuse_softmax.c).
+ * fuse_dw.c, fuse_se.c, fuse_matmul.c, fuse_norm.c, fuse_softmax.c).
  *
  * The fusion passes run after planning, on the per-rank graph tp-rewrite
  * and stage-assign made, before the schedule pass lists its nodes: they
@@ -120,6 +120,25 @@ fuse_copy_attr(Graph *g, NodeId n, const Attr *a)
 	d->name = name;
 }
 
+/* Copy conv node c's activation (a FusedConv's `activation` and
+ * `activation_params`) onto node `to` as (name, params). */
+static inline void
+fuse_copy_act(Graph *g, NodeId c, NodeId to, const char *name, const char *params)
+{
+	if (g->nodes[c].op != OP_FusedConv)
+		return;
+	const Attr *a = ir_attr(g, c, "activation");
+	const Attr *p = ir_attr(g, c, "activation_params");
+	if (!a || !*a->s)
+		return;
+	ir_set_attr(g, to, name, ATTR_STRING)->s = a->s;
+	if (p) {
+		Attr *d = ir_set_attr(g, to, params, ATTR_FLOATS);
+		d->n = p->n;
+		d->fs = p->fs;
+	}
+}
+
 /* The fusion passes' driver: on an inference graph (Graph.loss unset),
  * try(g, n) at every live node n of op a or b, in order -- a fused node
  * lands at its pattern's last node, later in the order, where the loop
@@ -143,6 +162,13 @@ fuse_each(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
 		ir_compact(g);
 	return true;
 }
+
+/* Weights a fusion computes at compile time (fold_bn.c): a parameter's
+ * f32 bytes (whole, numel elements; NULL if not readable), a tensor name
+ * no tensor has (base + suffix, then ".N"), a new inline f32 weight. */
+const float *fuse_param(Graph *g, TensorId t, int64_t numel);
+const char *fuse_fresh_name(Graph *g, const char *base, const char *suffix);
+TensorId fuse_new_weight(Graph *g, const char *name, int rank, const int64_t *dims, float *data);
 
 /* Node n as a fusable activation (fuse_conv.c): its name for the fused
  * kernels' `activation` and up to two `activation_params`. */

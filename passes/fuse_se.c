@@ -49,24 +49,6 @@ is_1x1(Graph *g, NodeId c, TensorId in, int64_t k, int64_t *o)
 	return true;
 }
 
-/* Copy conv node c's activation onto node `to` as (name, params). */
-static void
-copy_act(Graph *g, NodeId c, NodeId to, const char *name, const char *params)
-{
-	if (g->nodes[c].op != OP_FusedConv)
-		return;
-	const Attr *a = ir_attr(g, c, "activation");
-	const Attr *p = ir_attr(g, c, "activation_params");
-	if (!a || !*a->s)
-		return;
-	ir_set_attr(g, to, name, ATTR_STRING)->s = a->s;
-	if (p) {
-		Attr *d = ir_set_attr(g, to, params, ATTR_FLOATS);
-		d->n = p->n;
-		d->fs = p->fs;
-	}
-}
-
 /* The producer of t if it is a live Conv or FusedConv, else IR_NONE. */
 static NodeId
 conv_producer(const Graph *g, TensorId t)
@@ -104,8 +86,8 @@ fuse_at(Graph *g, NodeId mul, int k)
 	TensorId in[5] = {x, n1->in[1], n2->in[1], n1->nin > 2 ? n1->in[2] : IR_NONE,
 		n2->nin > 2 ? n2->in[2] : IR_NONE};
 	fuse_become(g, mul, OP_FusedSqueezeExcite, m->name);
-	copy_act(g, c1, mul, "activation", "activation_params");
-	copy_act(g, c2, mul, "gate", "gate_params");
+	fuse_copy_act(g, c1, mul, "activation", "activation_params");
+	fuse_copy_act(g, c2, mul, "gate", "gate_params");
 	fuse_set_inputs(g, mul, in[4] != IR_NONE ? 5 : in[3] != IR_NONE ? 4 : 3, in);
 	g->nodes[gap].dead = g->nodes[c1].dead = g->nodes[c2].dead = true;
 	return true;

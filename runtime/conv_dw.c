@@ -4,7 +4,9 @@
  * (AVX2 and the portable code) held channels-innermost.
  *
  * Needs: nothing beyond the C compiler's vector extensions; k_nn.c's
- * conv_f32 calls taprt_conv_dw_f32 for depthwise Convs.
+ * conv_f32 calls taprt_conv_dw_f32 for depthwise Convs, and
+ * taprt_op_FusedConvDw for a 1x1 convolution and the depthwise one after
+ * it (passes/fuse_dw.c).
  *
  * Why this layout: a depthwise filter sees one channel, so along a plane
  * (NCHW) every output pixel needs its own taps and short rows (7, 14, 28
@@ -23,6 +25,13 @@
  * added there, before the activation).  On MobileNetV3's layers this is
  * 3-5x the per-plane kernel's speed, the transposes included.
  *
+ * FusedConvDw: when a 1x1 convolution computes the input, the ring's rows
+ * are its output rows, computed as the taps need them straight into
+ * channel blocks (expand_row: each input value broadcast against a vector
+ * of the block's filters, which the pass stored transposed), activated in
+ * the registers; the 1x1's output is never stored and nothing transposed
+ * on the way in.
+ *
  * Written once per vector width (conv_dw_impl.h, included below for each):
  * blocks of 16 channels with AVX-512, of 8 with AVX2, so that a pixel is
  * one register and the transposes and the 8 accumulators of dw_px fit the
@@ -37,6 +46,7 @@
 #include <string.h>
 
 #include "runtime/internal.h"
+#include "runtime/vact.h"
 
 /* The geometry of one call. */
 typedef struct {
@@ -78,11 +88,12 @@ typedef struct {
 #undef DW_VW
 
 typedef void (*dw_block_fn)(const float *, const float *, const float *, const float *,
-    const float *, float *, int, const dwgeom *, void *, const taprt_act *, int64_t, int64_t);
+    const float *, float *, int, const dwgeom *, void *, const taprt_act *, int64_t, int64_t,
+    const taprt_conv_expand *);
 
 int
 taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
-    const taprt_conv2d *c, const taprt_act *act)
+    const taprt_conv2d *c, const taprt_act *act, const taprt_conv_expand *ex)
 {
 	dwgeom g = {c->H, c->W, c->OH, c->OW, c->KH, c->KW, c->SH, c->SW, c->DH, c->DW, c->PT,
 		c->PL};
@@ -104,8 +115,8 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	g.cap = DW_FLUSH + g.OW + vw;
 	const int64_t C = c->C, KK = g.KH * g.KW, isz = g.IH * g.IW, P = g.OH * g.OW;
 	const int64_t nb = (C + vw - 1) / vw;
-	const int64_t bytes = (g.RB * g.Wr + g.cap + KK + 1) * (int64_t)vw * 4;
-	const float *xend = x + c->N * C * isz;
+	const int64_t bytes = (g.RB * g.Wr + g.cap + KK + 1 + (ex ? ex->C + 1 : 0)) * (int64_t)vw * 4;
+	const float *xend = ex ? NULL : x + c->N * C * isz;
 	if (g.KH > 64)
 		return 0;
 	int failed = 0;
@@ -118,7 +129,9 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	 * are few.  A part packs its own input rows (KH - SH rows again per
 	 * cut). */
 	const int64_t units = c->N * nb * g.OH;
-	const int T = TAPRT_PAR(c->N * C * P * KK / 4) && units > 1 ? taprt_team_size() : 1;
+	/* the work as conv_pw.c counts a 1x1's */
+	const int64_t work = c->N * C * (P * KK / 4 + (ex ? ex->C * isz / 8 : 0));
+	const int T = TAPRT_PAR(work) && units > 1 ? taprt_team_size() : 1;
 	const bool bands = taprt_split_pixels(P, T) && g.OH >= 4 * T; /* rows to share */
 	#pragma omp parallel num_threads(T) if (T > 1)
 	{
@@ -145,8 +158,13 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 			}
 			const int64_t b = bk / nb, c0 = bk % nb * vw, o = (b * C + c0) * P;
 			const int nc = C - c0 < vw ? (int)(C - c0) : vw;
-			block(x + (b * C + c0) * isz, xend, w + c0 * KK, bias ? bias + c0 : NULL,
-			    z ? z + o : NULL, y + o, nc, &g, buf, act, b0, b1);
+			taprt_conv_expand e = {0};
+			if (ex)
+				e = (taprt_conv_expand){ex->x + b * ex->C * isz, ex->w + c0,
+					ex->b ? ex->b + c0 : NULL, ex->C, C, ex->act};
+			block(ex ? NULL : x + (b * C + c0) * isz, xend, w + c0 * KK,
+			    bias ? bias + c0 : NULL, z ? z + o : NULL, y + o, nc, &g, buf, act, b0, b1,
+			    ex ? &e : NULL);
 			u += bands ? 1 : b1 - b0;
 		}
 	}

@@ -17,6 +17,7 @@ typedef int DW_(vi) __attribute__((vector_size(DW_VW * 4)));
 #define V DW_(v)
 #define VU DW_(vu)
 #define VI DW_(vi)
+TAPRT_VACT_X(DW_(act), V, VI, DW_ATTR)
 #define SH(a, b, ...) __builtin_shuffle(a, b, (VI){__VA_ARGS__})
 
 #if DW_VW == 16
@@ -135,6 +136,98 @@ DW_(pack_row)(const float *x, const float *xend, int64_t plane, int nc, const dw
 		DW_(tr)(t);
 		for (int k = 0; k < DW_VW; k++)
 			row[PL + w0 + k] = t[k];
+	}
+	for (int64_t q = PL + q1; q < Wp; q++)
+		row[q] = zero;
+}
+
+/*
+ * nb expanded pixels from the 1x1's input row xr (channel c at xr + c *
+ * plane): o[j] = act(b + sum over c of wt[c] * xr[c * plane + j]), each
+ * input value broadcast to the block's channels (no transpose: the 1x1
+ * writes channel blocks as the taps read them).
+ */
+static inline __attribute__((always_inline, DW_ATTR)) void
+DW_(xpx)(const float *xr, int64_t C, int64_t plane, const V *wt, const V *b, V *o, int nb,
+    int kind, const taprt_act *a)
+{
+	const taprt_act act = {kind, a->a, a->b}; /* kind constant: one case inlined */
+	V acc[8];
+	for (int j = 0; j < nb; j++)
+		acc[j] = *b;
+	for (int64_t c = 0; c < C; c++) {
+		V w = wt[c];
+		const float *xc = xr + c * plane;
+		for (int j = 0; j < nb; j++)
+			acc[j] += w * xc[j];
+	}
+	for (int j = 0; j < nb; j++) {
+		DW_(act)(&acc[j], &act);
+		o[j] = acc[j];
+	}
+}
+
+/* n expanded pixels into o, 8 at a time and the rest in one block; kind
+ * (constant after inlining) the activation's. */
+static inline __attribute__((always_inline, DW_ATTR)) void
+DW_(xrow)(const float *xr, int64_t C, int64_t plane, const V *wt, const V *b, V *o, int64_t n,
+    int kind, const taprt_act *act)
+{
+	int64_t q = 0;
+	for (; q + 8 <= n; q += 8)
+		DW_(xpx)(xr + q, C, plane, wt, b, o + q, 8, kind, act);
+	switch (n - q) {
+	case 7: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 7, kind, act); break;
+	case 6: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 6, kind, act); break;
+	case 5: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 5, kind, act); break;
+	case 4: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 4, kind, act); break;
+	case 3: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 3, kind, act); break;
+	case 2: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 2, kind, act); break;
+	case 1: DW_(xpx)(xr + q, C, plane, wt, b, o + q, 1, kind, act); break;
+	}
+}
+
+/*
+ * Input row ih of the depthwise layer when a 1x1 convolution computes it
+ * (FusedConvDw): row[PL + q] = act(b + W x[:, ih, q]) from the 1x1's input
+ * planes e->x (e->C channels), wt[C] its filters for this block as
+ * DW_VW-channel vectors, b their bias; zero in the padding, as pack_row.
+ * fp-contract: the multiply-adds as fused ones.
+ */
+static __attribute__((DW_ATTR, optimize("fp-contract=fast"))) void
+DW_(expand_row)(const taprt_conv_expand *e, const V *wt, const V *b, const dwgeom *g,
+    int64_t ih, V *row)
+{
+	const int64_t IH = g->IH, IW = g->IW, Wp = g->Wp, PL = g->PL, C = e->C;
+	const V zero = {0};
+	if (ih < 0 || ih >= IH) {
+		for (int64_t q = 0; q < Wp; q++)
+			row[q] = zero;
+		return;
+	}
+	for (int64_t q = 0; q < PL && q < Wp; q++)
+		row[q] = zero;
+	const int64_t q1 = Wp - PL < IW ? Wp - PL : IW, plane = IH * IW;
+	const float *xr = e->x + ih * IW;
+	V *o = row + PL;
+	/* the activation in registers, one inlined row per kind (Gelu after,
+	 * on the row) */
+	switch (e->act->kind) {
+	case TAPRT_ACT_RELU: DW_(xrow)(xr, C, plane, wt, b, o, q1, TAPRT_ACT_RELU, e->act); break;
+	case TAPRT_ACT_HARDSWISH:
+		DW_(xrow)(xr, C, plane, wt, b, o, q1, TAPRT_ACT_HARDSWISH, e->act);
+		break;
+	case TAPRT_ACT_HARDSIGMOID:
+		DW_(xrow)(xr, C, plane, wt, b, o, q1, TAPRT_ACT_HARDSIGMOID, e->act);
+		break;
+	case TAPRT_ACT_CLIP: DW_(xrow)(xr, C, plane, wt, b, o, q1, TAPRT_ACT_CLIP, e->act); break;
+	case TAPRT_ACT_LEAKYRELU:
+		DW_(xrow)(xr, C, plane, wt, b, o, q1, TAPRT_ACT_LEAKYRELU, e->act);
+		break;
+	default:
+		DW_(xrow)(xr, C, plane, wt, b, o, q1, TAPRT_ACT_NONE, e->act);
+		if (e->act->kind != TAPRT_ACT_NONE)
+			taprt_epilogue_f32((float *)o, q1 * DW_VW, 0, NULL, e->act);
 	}
 	for (int64_t q = PL + q1; q < Wp; q++)
 		row[q] = zero;
@@ -260,21 +353,41 @@ DW_(pack_weights)(const float *w, const float *bias, int nc, int64_t KK, V *wt, 
 		*bv = zero;
 }
 
+/* The block's columns of the 1x1's w^T [C][ldw] as C vectors (the
+ * filters of the block's nc channels, zero past nc), its bias as one. */
+static __attribute__((DW_ATTR)) void
+DW_(pack_expand)(const taprt_conv_expand *e, int nc, V *wt, V *bv)
+{
+	for (int64_t c = 0; c < e->C; c++)
+		if (nc == DW_VW)
+			wt[c] = *(const VU *)(e->w + c * e->ldw);
+		else
+			DW_(load_part)(&wt[c], e->w + c * e->ldw, nc);
+	if (e->b)
+		DW_(load_part)(bv, e->b, nc);
+	else
+		*bv = (V){0};
+}
+
 /*
  * One image's block of nc <= DW_VW channels, output rows [oh0, oh1): x and
- * y at the block's first plane, w its filters; buf (dw_bytes) holds the
- * ring (RB rows of Wr pixels), the output buffer (cap pixels), the weights
- * (KK pixels) and the bias.
+ * y at the block's first plane, w its filters; buf holds the ring (RB rows
+ * of Wr pixels), the output buffer (cap pixels), the weights (KK pixels)
+ * and the bias, and with e (x unused: the 1x1 before computes the rows)
+ * the 1x1's weights (e->C pixels) and bias.
  */
 static void
 DW_(block)(const float *x, const float *xend, const float *w, const float *bias,
     const float *z, float *y, int nc, const dwgeom *g, void *bufp, const taprt_act *act,
-    int64_t oh0, int64_t oh1)
+    int64_t oh0, int64_t oh1, const taprt_conv_expand *e)
 {
 	const int64_t KH = g->KH, KK = g->KH * g->KW, P = g->OH * g->OW, isz = g->IH * g->IW;
 	V *buf = bufp;
 	V *ring = buf, *out = ring + g->RB * g->Wr, *wt = out + g->cap, *bv = wt + KK;
+	V *xwt = bv + 1, *xbv = xwt + (e ? e->C : 0); /* the 1x1's, with e */
 	DW_(pack_weights)(w, bias, nc, KK, wt, bv);
+	if (e)
+		DW_(pack_expand)(e, nc, xwt, xbv);
 	const V *rows[64];
 	/* the ring's slots count from output row oh0's top row */
 	int64_t next = oh0 * g->SH, slot = 0; /* the next padded input row to pack, its slot */
@@ -289,7 +402,11 @@ DW_(block)(const float *x, const float *xend, const float *w, const float *bias,
 			slot = tslot;
 		}
 		for (; next <= bot; next++) {
-			DW_(pack_row)(x, xend, isz, nc, g, next - g->PT, ring + slot * g->Wr);
+			if (e)
+				DW_(expand_row)(e, xwt, xbv, g, next - g->PT, ring + slot * g->Wr);
+			else
+				DW_(pack_row)(x, xend, isz, nc, g, next - g->PT,
+				    ring + slot * g->Wr);
 			if (++slot == g->RB)
 				slot = 0;
 		}

@@ -350,11 +350,20 @@ int taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, cons
     const float *b, const float *z, float *y, const taprt_conv2d *c, const taprt_act *act);
 /*
  * Depthwise 2-D Conv (conv_dw.c): C == M == group, any stride, pads and
- * dilation; y = act(conv(x, w) + b + z).  Returns 1 when done, 0 when
- * declined (kernels over 64 rows tall), -1 when out of scratch memory.
+ * dilation; y = act(conv(x, w) + b + z).  With e (FusedConvDw) x is NULL
+ * and the input is a 1x1 convolution's output that is never stored:
+ * act_e(e->w^T @ e->x + e->b): e->w [e->C][C] (transposed: the pass stores
+ * it so), e->x [N][e->C][H*W].
+ * Returns 1 when done, 0 when declined (kernels over 64 rows tall), -1
+ * when out of scratch memory.
  */
+typedef struct {
+	const float *x, *w, *b;
+	int64_t C, ldw;
+	const taprt_act *act;
+} taprt_conv_expand;
 int taprt_conv_dw_f32(const float *x, const float *w, const float *b, const float *z, float *y,
-    const taprt_conv2d *c, const taprt_act *act);
+    const taprt_conv2d *c, const taprt_act *act, const taprt_conv_expand *e);
 /*
  * Pointwise Conv of one image and group (conv_pw.c): y[M,P] = act(w[M,C] @
  * x[C,P] + b + z).  Returns 1 when done, 0 when declined (no kernel for this

@@ -1031,7 +1031,7 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	if (Cg == 1 && Mg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
 		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
 			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
-		int rc = taprt_conv_dw_f32(x, w, bias, z, y, &c2, act);
+		int rc = taprt_conv_dw_f32(x, w, bias, z, y, &c2, act, NULL);
 		if (rc)
 			return rc > 0 ? 0 : -1;
 	}
@@ -1251,6 +1251,47 @@ void
 taprt_op_FusedConv(taprt_ctx *cx, const taprt_node *n)
 {
 	conv_op(cx, n, "FusedConv", true);
+}
+
+/*
+ * FusedConvDw (passes/fuse_dw.c): y = act(DepthwiseConv(act1(W1^T x +
+ * B1), W, B)), x [N, C1, spatial...], W1 [C1, C], W [C, 1, k...]; the
+ * depthwise Conv's attributes, act1 from expand_activation.  conv_dw.c
+ * computes the 1x1's rows as its taps read them.
+ */
+void
+taprt_op_FusedConvDw(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x = n->in[0], *w1 = n->in[1], *w = n->in[2];
+	const taprt_tensor *b1 = taprt_input(n, 3), *b = taprt_input(n, 4);
+	taprt_tensor *y = n->out[0];
+	taprt_act act, act1;
+	geom g;
+	if (y->numel == 0)
+		return;
+	int64_t C1 = x->rank > 1 ? x->dims[1] : 0, C = w->rank ? w->dims[0] : 0;
+	if (x->dtype != TAPRT_F32 || y->dtype != TAPRT_F32 || w1->dtype != TAPRT_F32 ||
+	    w->dtype != TAPRT_F32 || (b1 && b1->dtype != TAPRT_F32) ||
+	    (b && b->dtype != TAPRT_F32) || x->rank < 3 || x->rank > 4 || w->rank != x->rank ||
+	    y->rank != x->rank || w1->numel != C1 * C || w->dims[1] != 1 || y->dims[1] != C ||
+	    (b1 && b1->numel != C) || (b && b->numel != C)) {
+		taprt_fail(cx, "node '%s' (FusedConvDw): expected f32 x [N,C1,...], W1 [C1,C],"
+		    " W [C,1,k...], biases [C]", n->name);
+		return;
+	}
+	if (geom_get(cx, n, "FusedConvDw", x, y, w->dims + 2, &g) ||
+	    taprt_act_named(cx, n, "activation", "activation_params", &act) ||
+	    taprt_act_named(cx, n, "expand_activation", "expand_activation_params", &act1))
+		return;
+	taprt_conv2d c2 = {x->dims[0], C, g.in[1], g.in[2], C, g.out[1], g.out[2], g.k[1], g.k[2],
+		g.st[1], g.st[2], g.dil[1], g.dil[2], g.pb[1], g.pb[2]};
+	taprt_conv_expand e = {x->data, w1->data, b1 ? b1->data : NULL, C1, C, &act1};
+	int rc = taprt_conv_dw_f32(NULL, w->data, b ? b->data : NULL, NULL, y->data, &c2, &act, &e);
+	if (rc < 0)
+		taprt_fail(cx, "node '%s' (FusedConvDw): out of memory", n->name);
+	else if (rc == 0)
+		taprt_fail(cx, "node '%s' (FusedConvDw): a kernel of %lld rows, at most 64",
+		    n->name, (long long)g.k[1]);
 }
 
 /* ------------------------------------------------------- ConvTranspose */

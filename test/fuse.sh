@@ -1,6 +1,6 @@
 #!/bin/sh
-# fuse.sh - the fusion passes (fold-bn, fuse-conv, fuse-se, fuse-matmul,
-# fuse-norm, fuse-softmax) against the unfused graph (tapc -O0).
+# fuse.sh - the fusion passes (fold-bn, fuse-conv, fuse-dw, fuse-se,
+# fuse-matmul, fuse-norm, fuse-softmax) against the unfused graph (tapc -O0).
 #
 # Models: small graphs made by test/fuse/gen_models.py (python3-onnx) that
 # hold every pattern the passes fuse and one they must not (a BN whose Conv
@@ -62,7 +62,8 @@ compare() {
 
 unfused_env= tol=
 compare convs "$tmp/gen/convs/model.onnx" "$tmp/gen/convs/data"
-expect convs "$tmp/convs.ir" FusedConv 6
+expect convs "$tmp/convs.ir" FusedConv 4
+expect convs "$tmp/convs.ir" FusedConvDw 1
 expect convs "$tmp/convs.ir" BatchNormalization 1
 expect convs "$tmp/convs.ir" Conv 1
 unfused_env=TAPRT_NO_DNNL=1 tol="--rtol 1e-3 --atol 1e-4"
@@ -89,6 +90,38 @@ if "$TAPC" "$tmp/se.ir" -model="$tmp/gen/se/model.onnx" -o "$tmp/se-ir" 2>"$tmp/
 	pass "se: fused IR read back = unfused"
 else
 	fail "se: fused IR read back: $(head -1 "$tmp/err") $(tail -1 "$tmp/out")"
+fi
+compare mbconv "$tmp/gen/mbconv/model.onnx" "$tmp/gen/mbconv/data"
+expect mbconv "$tmp/mbconv.ir" FusedConvDw 3
+expect mbconv "$tmp/mbconv.ir" FusedConv 2
+expect mbconv "$tmp/mbconv.ir" Conv 2
+# the team from the smallest work up: the first pair's 57x43 planes split
+# by bands of rows on 2 threads, in shares of each block's rows on 3 (each
+# part computes its top rows of the 1x1 again), the others by blocks of
+# channels
+for t in 2 3; do
+	if TAPRT_PAR_MIN=1 "$tmp/mbconv-fused/model" --threads $t --check "$tmp/mbconv-ref" >"$tmp/out" 2>&1; then
+		pass "mbconv: fused on $t threads = unfused"
+	else
+		fail "mbconv: fused on $t threads differs from unfused"
+		cat "$tmp/out"
+	fi
+done
+# the AVX2 and portable kernels (blocks of 8 channels)
+for isa in avx2 baseline; do
+	if TAPRT_ISA=$isa "$tmp/mbconv-fused/model" --check "$tmp/mbconv-ref" >"$tmp/out" 2>&1; then
+		pass "mbconv: fused with TAPRT_ISA=$isa = unfused"
+	else
+		fail "mbconv: fused with TAPRT_ISA=$isa differs from unfused"
+		cat "$tmp/out"
+	fi
+done
+if "$TAPC" "$tmp/mbconv.ir" -model="$tmp/gen/mbconv/model.onnx" -o "$tmp/mbconv-ir" 2>"$tmp/err" &&
+    make -s -C "$tmp/mbconv-ir" >"$tmp/err" 2>&1 &&
+    "$tmp/mbconv-ir/model" --check "$tmp/mbconv-ref" >"$tmp/out" 2>&1; then
+	pass "mbconv: fused IR read back = unfused"
+else
+	fail "mbconv: fused IR read back: $(head -1 "$tmp/err") $(tail -1 "$tmp/out")"
 fi
 compare xformer "$tmp/gen/xformer/model.onnx" "$tmp/gen/xformer/data"
 expect xformer "$tmp/xformer.ir" FusedLayerNorm 2

@@ -820,6 +820,18 @@ def cases_hostile():
             ' f32[1,8,3,3]   # se\n  output %4 "y"\n',
             "node 'se' (FusedSqueezeExcite): attribute 'gate' is 'Tanh', expected Relu, Clip,"
             " HardSigmoid, HardSwish, LeakyRelu or Gelu")
+    dw = ('graph "g" model="m.onnx" opset=14\n  %0 = input "x" f32[1,4,6,6]\n'
+          '  %1 = input "w1" f32[4,8]\n  %2 = input "w" f32[8,1,3,3]\n')
+    ir_case("ir_fused_dw_w1", dw + '  %3 = FusedConvDw %0, %2, %2 {group=8} : f32[1,8,6,6]'
+            '   # dw\n  output %3 "y"\n',
+            "node 'dw' (FusedConvDw): input 1 is f32[8,1,3,3], expected f32[4,C]")
+    ir_case("ir_fused_dw_group", dw + '  %3 = FusedConvDw %0, %1, %2 {group=4 pads=[1,1,1,1]} :'
+            ' f32[1,8,6,6]   # dw\n  output %3 "y"\n',
+            "node 'dw' (FusedConvDw): attribute 'group' is 4, expected 8 (depthwise)")
+    ir_case("ir_fused_dw_act", dw + '  %3 = FusedConvDw %0, %1, %2 {expand_activation="Elu"} :'
+            ' f32[1,8,4,4]   # dw\n  output %3 "y"\n',
+            "node 'dw' (FusedConvDw): attribute 'expand_activation' is 'Elu', expected Relu,"
+            " Clip, HardSigmoid, HardSwish, LeakyRelu or Gelu")
 
 
 def ok_model():

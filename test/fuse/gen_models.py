@@ -22,6 +22,14 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
              the first block on 55x61 planes (3355 pixels: split by bands
              of pixels on 2 and 3 threads, none of equal size), the others
              on 28x31
+    mbconv   1x1 + depthwise pairs for fuse-dw: 1x1+BN+HardSwish into a
+             3x3/s1 depthwise+BN+Relu (40 channels: blocks of 16 and a
+             tail of 8), a 1x1 without activation into 5x5/s2+HardSigmoid,
+             1x1+HardSigmoid (not 0 at 0: the depthwise pads must stay 0)
+             into 3x3/s2 without bias; left alone: a 1x1 whose output a
+             residual Add reads too, a 1x1 of stride 2; 2 images on 57x43
+             planes (bands of rows on 2 threads, parts of each block's rows
+             on 3), then 29x22, 15x11, 8x6
     xformer  decomposed LayerNorm, MatMul+bias, MatMul+bias+erf GELU,
              MatMul+bias+residual, MatMul+Relu, attention scores scaled by
              Mul and masked by Where(-inf), scaled by Div with an additive
@@ -136,6 +144,33 @@ def se(d):
     return {'x': rng.normal(size=(2, 8, 55, 61)).astype(f)}
 
 
+def mbconv(d):
+    """Inverted residual blocks (MobileNet's expand and depthwise layers)
+    for fuse-dw."""
+    g = G()
+    f = np.float32
+
+    def pw(x, cin, cout, bias=True, stride=1):
+        ins = [x, g.w(rng.normal(0, 0.3, (cout, cin, 1, 1)).astype(f))]
+        if bias:
+            ins.append(g.w(rng.normal(0, 0.1, cout).astype(f)))
+        return g.op('Conv', ins, kernel_shape=[1, 1], pads=[0] * 4, strides=[stride] * 2)
+
+    x = g.op('HardSwish', [g.bn(pw('x', 12, 40, bias=False), 40)])  # 1x1+BN+HardSwish
+    x = g.op('Relu', [g.bn(g.conv(x, 40, 40, 3, group=40, bias=False), 40)])
+    x = pw(x, 40, 24)                                             # 1x1, no activation
+    x = g.op('HardSigmoid', [g.conv(x, 24, 24, 5, stride=2, group=24)], alpha=0.25, beta=0.4)
+    x = g.op('HardSigmoid', [pw(x, 24, 36)], alpha=0.2, beta=0.5)  # nonzero at 0: the pads
+    y = g.conv(x, 36, 36, 3, stride=2, group=36, bias=False)      # no bias, no activation
+    t = g.op('Relu', [pw(y, 36, 20)])                             # read twice: not fused
+    x = g.op('Add', [g.conv(t, 20, 20, 3, group=20), t])
+    x = g.conv(pw(x, 20, 20, stride=2), 20, 20, 3, group=20)      # strided 1x1: not fused
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 12, 57, 43])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 8, 6])], 14)
+    return {'x': rng.normal(size=(2, 12, 57, 43)).astype(f)}
+
+
 def xformer(d):
     B, T, C, H = 2, 8, 16, 2
     g = G()
@@ -186,7 +221,7 @@ def xformer(d):
 def main():
     out = sys.argv[1]
     for name, fn in [('convs', convs), ('bigconvs', bigconvs), ('se', se),
-                     ('xformer', xformer)]:
+                     ('mbconv', mbconv), ('xformer', xformer)]:
         d = os.path.join(out, name)
         os.makedirs(os.path.join(d, 'data'), exist_ok=True)
         for i, (n, arr) in enumerate(fn(d).items()):
