@@ -73,7 +73,8 @@ bool emit_check_stages(Graph *g);
  * Unsqueeze, a kept Identity): its output is a view, and no code runs. */
 bool emit_is_view(Graph *g, NodeId n);
 /* An op that writes output out into input i's storage (the optimizers:
- * the weight and its state): i, else -1. */
+ * the weight and its state; FusedSqueezeExcite into x when x dies there):
+ * i, else -1. */
 int emit_inplace(const Graph *g, NodeId n, int out);
 void emit_memplan_free(MemPlan *mp);
 /* Every stage's plan (emit_nstages entries), computed once for the sources

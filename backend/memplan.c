@@ -87,6 +87,34 @@ give(FreeList *fl, int64_t off, int64_t size)
 	fl->n = k + 1;
 }
 
+/* Is t a graph output? */
+static bool
+is_output(const Graph *g, TensorId t)
+{
+	for (int i = 0; i < g->noutputs; i++)
+		if (g->outputs[i] == t)
+			return true;
+	return false;
+}
+
+/* Does t, a value node n computes its output from, die there: computed in
+ * n's stage, read by n alone (once), neither t nor n's output a graph
+ * output? */
+static bool
+dies_at(const Graph *g, NodeId n, TensorId t)
+{
+	const Node *nd = &g->nodes[n];
+	const Tensor *tt = &g->tensors[t];
+	if (tt->kind != TK_VALUE || tt->producer == IR_NONE ||
+	    emit_stage(g, tt->producer) != emit_stage(g, n) || g->nusers[t] != 1 ||
+	    g->users[t][0] != n || is_output(g, t) || is_output(g, nd->out[0]))
+		return false;
+	int reads = 0;
+	for (int i = 0; i < nd->nin; i++)
+		reads += nd->in[i] == t;
+	return reads == 1;
+}
+
 int
 emit_inplace(const Graph *g, NodeId n, int out)
 {
@@ -95,6 +123,11 @@ emit_inplace(const Graph *g, NodeId n, int out)
 		return out == 0 ? 0 : out + 1;
 	case OP_GradAccumulate: /* (sum, dW) -> sum */
 		return 0;
+	case OP_FusedSqueezeExcite:
+		/* x * e into x when x dies here: the bytes the convolution
+		 * before it wrote, each thread's share in its own cache (and
+		 * no second buffer of x's size) */
+		return out == 0 && dies_at(g, n, g->nodes[n].in[0]) ? 0 : -1;
 	default:
 		return -1;
 	}

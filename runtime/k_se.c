@@ -30,9 +30,10 @@
 #include "runtime/internal.h"
 
 /* The first len pixels of y's planes [c0, c1) (sz apart) = x's, each
- * times its e[c]. */
+ * times its e[c]; y may be x (the memory plan runs the block in place when
+ * x dies there). */
 TAPRT_CLONES static void
-se_scale(const float *restrict x, int64_t sz, const float *restrict e, float *restrict y,
+se_scale(const float *x, int64_t sz, const float *restrict e, float *y,
     int64_t c0, int64_t c1, int64_t len)
 {
 	for (int64_t c = c0; c < c1; c++)

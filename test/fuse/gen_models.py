@@ -16,7 +16,9 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
     bigconvs convolutions big enough for oneDNN (3x3/1 Winograd, 3x3/2,
              1x1) with BN, residual, Relu, HardSwish, Clip; opset 14
     se       squeeze-excite blocks: Relu and HardSigmoid FusedConvs with
-             Mul(x, e); plain 1x1 Convs (one without bias) with Mul(e, x);
+             Mul(x, e) (x dies there: the memory plan runs it in place);
+             plain 1x1 Convs (one without bias) with Mul(e, x), x read
+             again after the block (not in place);
              one gated by a Sigmoid fuse-conv does not fuse (left alone);
              20 channels (row blocks of 8 and a tail, dot tails), 2 images;
              the first block on 55x61 planes (3355 pixels: split by bands
@@ -136,7 +138,7 @@ def se(d):
     x = g.op('HardSwish', [g.conv('x', 8, 20, 3)])
     x = block(x, 20, 5, ('Relu', 'HardSigmoid'))
     x = g.conv(x, 20, 20, 3, stride=2)
-    x = block(x, 20, 12, (None, None), bias1=False, swap=True)
+    x = g.op('Add', [block(x, 20, 12, (None, None), bias1=False, swap=True), x])  # x read after
     x = block(x, 20, 5, ('Relu', 'Sigmoid'))                    # not fused
     g.save(os.path.join(d, 'model.onnx'),
            [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 55, 61])],
