@@ -115,7 +115,8 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	g.cap = DW_FLUSH + g.OW + vw;
 	const int64_t C = c->C, KK = g.KH * g.KW, isz = g.IH * g.IW, P = g.OH * g.OW;
 	const int64_t nb = (C + vw - 1) / vw;
-	const int64_t bytes = (g.RB * g.Wr + g.cap + KK + 1 + (ex ? ex->C + 1 : 0)) * (int64_t)vw * 4;
+	const int64_t bytes =
+	    (g.RB * g.Wr + g.cap + KK + 1 + (ex ? ex->C + 1 : 0)) * (int64_t)vw * 4;
 	const float *xend = ex ? NULL : x + c->N * C * isz;
 	if (g.KH > 64)
 		return 0;

@@ -352,8 +352,9 @@ int taprt_conv_wino_f32(taprt_ctx *cx, const taprt_node *n, const float *x, cons
  * Depthwise 2-D Conv (conv_dw.c): C == M == group, any stride, pads and
  * dilation; y = act(conv(x, w) + b + z).  With e (FusedConvDw) x is NULL
  * and the input is a 1x1 convolution's output that is never stored:
- * act_e(e->w^T @ e->x + e->b): e->w [e->C][C] (transposed: the pass stores
- * it so), e->x [N][e->C][H*W].
+ * act_e(e->w^T @ e->x + e->b), e->x [N][e->C][H*W] its input, e->w
+ * [e->C][C] its filters transposed (rows e->ldw = C apart: the pass stores
+ * them so), e->b [C] or NULL.
  * Returns 1 when done, 0 when declined (kernels over 64 rows tall), -1
  * when out of scratch memory.
  */
