@@ -92,7 +92,7 @@ else
 	fail "se: fused IR read back: $(head -1 "$tmp/err") $(tail -1 "$tmp/out")"
 fi
 compare mbconv "$tmp/gen/mbconv/model.onnx" "$tmp/gen/mbconv/data"
-expect mbconv "$tmp/mbconv.ir" FusedConvDw 3
+expect mbconv "$tmp/mbconv.ir" FusedConvDw 4
 expect mbconv "$tmp/mbconv.ir" FusedConv 2
 expect mbconv "$tmp/mbconv.ir" Conv 2
 # the team from the smallest work up: the first pair's 57x43 planes split

@@ -31,7 +31,8 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
              into 3x3/s2 without bias; left alone: a 1x1 whose output a
              residual Add reads too, a 1x1 of stride 2; 2 images on 57x43
              planes (bands of rows on 2 threads, parts of each block's rows
-             on 3), then 29x22, 15x11, 8x6
+             on 3), then 29x22, 15x11, 8x6; a 1-D pair (6 -> 20, k5/s2 on
+             37 columns)
     xformer  decomposed LayerNorm, MatMul+bias, MatMul+bias+erf GELU,
              MatMul+bias+residual, MatMul+Relu, attention scores scaled by
              Mul and masked by Where(-inf), scaled by Div with an additive
@@ -167,10 +168,19 @@ def mbconv(d):
     t = g.op('Relu', [pw(y, 36, 20)])                             # read twice: not fused
     x = g.op('Add', [g.conv(t, 20, 20, 3, group=20), t])
     x = g.conv(pw(x, 20, 20, stride=2), 20, 20, 3, group=20)      # strided 1x1: not fused
+    # 1-D: [N, C, W] planes of one row
+    e = g.op('Relu', [g.op('Conv', ['s', g.w(rng.normal(0, 0.3, (20, 6, 1)).astype(f)),
+                                    g.w(rng.normal(0, 0.1, 20).astype(f))], kernel_shape=[1])])
+    s = g.op('Conv', [e, g.w(rng.normal(0, 0.3, (20, 1, 5)).astype(f))], kernel_shape=[5],
+             pads=[2, 2], strides=[2], group=20)
+    s = g.op('HardSwish', [s])
     g.save(os.path.join(d, 'model.onnx'),
-           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 12, 57, 43])],
-           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 8, 6])], 14)
-    return {'x': rng.normal(size=(2, 12, 57, 43)).astype(f)}
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 12, 57, 43]),
+            helper.make_tensor_value_info('s', TensorProto.FLOAT, [2, 6, 37])],
+           [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 8, 6]),
+            helper.make_tensor_value_info(s, TensorProto.FLOAT, [2, 20, 19])], 14)
+    return {'x': rng.normal(size=(2, 12, 57, 43)).astype(f),
+            's': rng.normal(size=(2, 6, 37)).astype(f)}
 
 
 def xformer(d):
