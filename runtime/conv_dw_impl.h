@@ -93,6 +93,22 @@ DW_(load_part)(V *v, const float *p, int64_t n)
 		f[i] = i < n ? p[i] : 0;
 }
 
+/* Zero row[Wp] if input row ih is outside the input (false: nothing more
+ * to do), else its left padding. */
+static inline __attribute__((always_inline, DW_ATTR)) bool
+DW_(pad_row)(const dwgeom *g, int64_t ih, V *row)
+{
+	const V zero = {0};
+	if (ih < 0 || ih >= g->IH) {
+		for (int64_t q = 0; q < g->Wp; q++)
+			row[q] = zero;
+		return false;
+	}
+	for (int64_t q = 0; q < g->PL && q < g->Wp; q++)
+		row[q] = zero;
+	return true;
+}
+
 /*
  * Input row ih (padded row ih + PT) of planes x[nc][IH*IW] (nc <= DW_VW
  * channels, `plane` floats apart, readable up to xend) into row[Wp] as
@@ -104,15 +120,10 @@ static __attribute__((DW_ATTR)) void
 DW_(pack_row)(const float *x, const float *xend, int64_t plane, int nc, const dwgeom *g,
     int64_t ih, V *row)
 {
-	const int64_t IH = g->IH, IW = g->IW, Wp = g->Wp, PL = g->PL;
+	const int64_t IW = g->IW, Wp = g->Wp, PL = g->PL;
 	const V zero = {0};
-	if (ih < 0 || ih >= IH) {
-		for (int64_t q = 0; q < Wp; q++)
-			row[q] = zero;
+	if (!DW_(pad_row)(g, ih, row))
 		return;
-	}
-	for (int64_t q = 0; q < PL && q < Wp; q++)
-		row[q] = zero;
 	/* DW_VW columns at a time, loaded whole (the next row's first columns
 	 * come along and land in the padding, zeroed after) unless that runs
 	 * past the tensor */
@@ -200,13 +211,8 @@ DW_(expand_row)(const taprt_conv_expand *e, const V *wt, const V *b, const dwgeo
 {
 	const int64_t IH = g->IH, IW = g->IW, Wp = g->Wp, PL = g->PL, C = e->C;
 	const V zero = {0};
-	if (ih < 0 || ih >= IH) {
-		for (int64_t q = 0; q < Wp; q++)
-			row[q] = zero;
+	if (!DW_(pad_row)(g, ih, row))
 		return;
-	}
-	for (int64_t q = 0; q < PL && q < Wp; q++)
-		row[q] = zero;
 	const int64_t q1 = Wp - PL < IW ? Wp - PL : IW, plane = IH * IW;
 	const float *xr = e->x + ih * IW;
 	V *o = row + PL;

@@ -60,6 +60,30 @@ compare() {
 	"$TAPC" "$model" "$@" -emit=ir -o "$tmp/$name.ir"
 }
 
+# again NAME WHAT FLAGS ENV...: the fused program run with FLAGS under ENV
+# (threads, ISA) matches the unfused one's outputs too
+again() {
+	name=$1 what=$2 flags=$3
+	shift 3
+	if env "$@" "$tmp/$name-fused/model" --check "$tmp/$name-ref" $flags >"$tmp/out" 2>&1; then
+		pass "$name: fused $what = unfused"
+	else
+		fail "$name: fused $what differs from unfused"
+		cat "$tmp/out"
+	fi
+}
+
+# readback NAME: the fused IR read back compiles to the same program
+readback() {
+	if "$TAPC" "$tmp/$1.ir" -model="$tmp/gen/$1/model.onnx" -o "$tmp/$1-ir" 2>"$tmp/err" &&
+	    make -s -C "$tmp/$1-ir" >"$tmp/err" 2>&1 &&
+	    "$tmp/$1-ir/model" --check "$tmp/$1-ref" >"$tmp/out" 2>&1; then
+		pass "$1: fused IR read back = unfused"
+	else
+		fail "$1: fused IR read back: $(head -1 "$tmp/err") $(tail -1 "$tmp/out")"
+	fi
+}
+
 unfused_env= tol=
 compare convs "$tmp/gen/convs/model.onnx" "$tmp/gen/convs/data"
 expect convs "$tmp/convs.ir" FusedConv 4
@@ -76,21 +100,10 @@ expect se "$tmp/se.ir" GlobalAveragePool 1
 # the kernel's team from the smallest work up: on 2 and 3 threads the
 # first block's 55x61 planes split by bands of pixels, the others by channels
 for t in 2 3; do
-	if TAPRT_PAR_MIN=1 "$tmp/se-fused/model" --threads $t --check "$tmp/se-ref" >"$tmp/out" 2>&1; then
-		pass "se: fused on $t threads = unfused"
-	else
-		fail "se: fused on $t threads differs from unfused"
-		cat "$tmp/out"
-	fi
+	again se "on $t threads" "--threads $t" TAPRT_PAR_MIN=1
 done
-# the fused IR read back (an absent B1 is an empty input) compiles to the same program
-if "$TAPC" "$tmp/se.ir" -model="$tmp/gen/se/model.onnx" -o "$tmp/se-ir" 2>"$tmp/err" &&
-    make -s -C "$tmp/se-ir" >"$tmp/err" 2>&1 &&
-    "$tmp/se-ir/model" --check "$tmp/se-ref" >"$tmp/out" 2>&1; then
-	pass "se: fused IR read back = unfused"
-else
-	fail "se: fused IR read back: $(head -1 "$tmp/err") $(tail -1 "$tmp/out")"
-fi
+# the fused IR read back (an absent B1 is an empty input)
+readback se
 compare mbconv "$tmp/gen/mbconv/model.onnx" "$tmp/gen/mbconv/data"
 expect mbconv "$tmp/mbconv.ir" FusedConvDw 4
 expect mbconv "$tmp/mbconv.ir" FusedConv 2
@@ -100,29 +113,13 @@ expect mbconv "$tmp/mbconv.ir" Conv 2
 # part computes its top rows of the 1x1 again), the others by blocks of
 # channels
 for t in 2 3; do
-	if TAPRT_PAR_MIN=1 "$tmp/mbconv-fused/model" --threads $t --check "$tmp/mbconv-ref" >"$tmp/out" 2>&1; then
-		pass "mbconv: fused on $t threads = unfused"
-	else
-		fail "mbconv: fused on $t threads differs from unfused"
-		cat "$tmp/out"
-	fi
+	again mbconv "on $t threads" "--threads $t" TAPRT_PAR_MIN=1
 done
 # the AVX2 and portable kernels (blocks of 8 channels)
 for isa in avx2 baseline; do
-	if TAPRT_ISA=$isa "$tmp/mbconv-fused/model" --check "$tmp/mbconv-ref" >"$tmp/out" 2>&1; then
-		pass "mbconv: fused with TAPRT_ISA=$isa = unfused"
-	else
-		fail "mbconv: fused with TAPRT_ISA=$isa differs from unfused"
-		cat "$tmp/out"
-	fi
+	again mbconv "with TAPRT_ISA=$isa" "" TAPRT_ISA=$isa
 done
-if "$TAPC" "$tmp/mbconv.ir" -model="$tmp/gen/mbconv/model.onnx" -o "$tmp/mbconv-ir" 2>"$tmp/err" &&
-    make -s -C "$tmp/mbconv-ir" >"$tmp/err" 2>&1 &&
-    "$tmp/mbconv-ir/model" --check "$tmp/mbconv-ref" >"$tmp/out" 2>&1; then
-	pass "mbconv: fused IR read back = unfused"
-else
-	fail "mbconv: fused IR read back: $(head -1 "$tmp/err") $(tail -1 "$tmp/out")"
-fi
+readback mbconv
 compare xformer "$tmp/gen/xformer/model.onnx" "$tmp/gen/xformer/data"
 expect xformer "$tmp/xformer.ir" FusedLayerNorm 2
 expect xformer "$tmp/xformer.ir" FusedSoftmax 3
