@@ -8,8 +8,9 @@
  * defines `static inline void name(VF *v, const taprt_act *a)`, *v =
  * act(*v), for a GCC vector type VF of floats and VI of as many ints
  * (through a pointer: no vector passed by value where the target has no
- * AVX).  Gelu (and an unknown kind) leaves *v as it is: the callers run it after the store, through
- * taprt_epilogue_f32 (taprt_vact_ok says which).
+ * AVX).  Gelu (and an unknown kind) leaves *v as it is: the callers run
+ * it after the store, through taprt_epilogue_f32 (taprt_vact_ok says
+ * which).
  *
  * Needs: runtime/internal.h (taprt_act).
  */
