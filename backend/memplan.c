@@ -87,16 +87,6 @@ give(FreeList *fl, int64_t off, int64_t size)
 	fl->n = k + 1;
 }
 
-/* Is t a graph output? */
-static bool
-is_output(const Graph *g, TensorId t)
-{
-	for (int i = 0; i < g->noutputs; i++)
-		if (g->outputs[i] == t)
-			return true;
-	return false;
-}
-
 /* Does t, a value node n computes its output from, die there: computed in
  * n's stage, read by n alone (once), neither t nor n's output a graph
  * output? */
@@ -107,7 +97,7 @@ dies_at(const Graph *g, NodeId n, TensorId t)
 	const Tensor *tt = &g->tensors[t];
 	if (tt->kind != TK_VALUE || tt->producer == IR_NONE ||
 	    emit_stage(g, tt->producer) != emit_stage(g, n) || g->nusers[t] != 1 ||
-	    g->users[t][0] != n || is_output(g, t) || is_output(g, nd->out[0]))
+	    g->users[t][0] != n || ir_is_output(g, t) || ir_is_output(g, nd->out[0]))
 		return false;
 	int reads = 0;
 	for (int i = 0; i < nd->nin; i++)

@@ -408,6 +408,15 @@ ir_has_phase(const Graph *g, int phase)
 	return false;
 }
 
+bool
+ir_is_output(const Graph *g, TensorId t)
+{
+	for (int i = 0; i < g->noutputs; i++)
+		if (g->outputs[i] == t)
+			return true;
+	return false;
+}
+
 void
 ir_reindex(Graph *g)
 {

@@ -504,6 +504,8 @@ void ir_reindex(Graph *g);
 /* Does a live node of this phase exist?  (A training IR file has its
  * backward and optimizer nodes already: the training passes skip it.) */
 bool ir_has_phase(const Graph *g, int phase);
+/* Is t one of the graph's outputs? */
+bool ir_is_output(const Graph *g, TensorId t);
 /* Drop dead nodes and tensors nothing refers to; renumbers ids and reindexes. */
 void ir_compact(Graph *g);
 /* Put the nodes in a new order: order[i] is the id of the node to be at

@@ -19,21 +19,12 @@
 
 #include "passes/passes.h"
 
-static inline bool
-fuse_is_output(const Graph *g, TensorId t)
-{
-	for (int i = 0; i < g->noutputs; i++)
-		if (g->outputs[i] == t)
-			return true;
-	return false;
-}
-
 /* The one node reading t, if t is read by exactly one node (once) and is
  * not a graph output; else IR_NONE. */
 static inline NodeId
 fuse_sole_user(const Graph *g, TensorId t)
 {
-	if (t == IR_NONE || g->nusers[t] != 1 || fuse_is_output(g, t))
+	if (t == IR_NONE || g->nusers[t] != 1 || ir_is_output(g, t))
 		return IR_NONE;
 	NodeId u = g->users[t][0];
 	const Node *n = &g->nodes[u];
@@ -78,6 +69,14 @@ fuse_producer(const Graph *g, TensorId t, Op op)
 		return IR_NONE;
 	NodeId p = g->tensors[t].producer;
 	return p != IR_NONE && !g->nodes[p].dead && g->nodes[p].op == op ? p : IR_NONE;
+}
+
+/* The producer of t if it is a live Conv or FusedConv, else IR_NONE. */
+static inline NodeId
+fuse_conv_producer(const Graph *g, TensorId t)
+{
+	NodeId c = fuse_producer(g, t, OP_FusedConv);
+	return c != IR_NONE ? c : fuse_producer(g, t, OP_Conv);
 }
 
 static inline bool

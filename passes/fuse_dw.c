@@ -79,9 +79,7 @@ fuse_at(Graph *g, NodeId d)
 	if (!is_depthwise(g, d))
 		return false;
 	TensorId t = g->nodes[d].in[0];
-	NodeId e = fuse_producer(g, t, OP_FusedConv);
-	if (e == IR_NONE)
-		e = fuse_producer(g, t, OP_Conv);
+	NodeId e = fuse_conv_producer(g, t);
 	if (e == IR_NONE || fuse_sole_user(g, t) != d || !fuse_same_place(g, e, d) ||
 	    !is_expand(g, e))
 		return false;

@@ -49,7 +49,7 @@ epi_of(Graph *g, NodeId n, Epi *e)
 static bool
 read_by_two(Graph *g, TensorId t, NodeId *a, NodeId *b)
 {
-	if (g->nusers[t] != 2 || fuse_is_output(g, t))
+	if (g->nusers[t] != 2 || ir_is_output(g, t))
 		return false;
 	*a = g->users[t][0];
 	*b = g->users[t][1];

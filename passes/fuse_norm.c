@@ -70,7 +70,7 @@ fuse_one(Graph *g, NodeId mu)
 	    g->nodes[sub].in[1] != m0->out[0])
 		return false;
 	TensorId d = g->nodes[sub].out[0];
-	if (g->nusers[d] != 2 || fuse_is_output(g, d))
+	if (g->nusers[d] != 2 || ir_is_output(g, d))
 		return false;
 	NodeId pw = g->users[d][0], dv = g->users[d][1];
 	if (g->nodes[pw].op != OP_Pow) {

@@ -49,14 +49,6 @@ is_1x1(Graph *g, NodeId c, TensorId in, int64_t k, int64_t *o)
 	return true;
 }
 
-/* The producer of t if it is a live Conv or FusedConv, else IR_NONE. */
-static NodeId
-conv_producer(const Graph *g, TensorId t)
-{
-	NodeId c = fuse_producer(g, t, OP_FusedConv);
-	return c != IR_NONE ? c : fuse_producer(g, t, OP_Conv);
-}
-
 /* The block ending at Mul node mul, with x its operand k. */
 static bool
 fuse_at(Graph *g, NodeId mul, int k)
@@ -66,11 +58,11 @@ fuse_at(Graph *g, NodeId mul, int k)
 	Tensor *xt = &g->tensors[x];
 	if (x == e || xt->rank < 3 || !fuse_same_type(xt, &g->tensors[y]))
 		return false;
-	NodeId c2 = conv_producer(g, e);
+	NodeId c2 = fuse_conv_producer(g, e);
 	if (c2 == IR_NONE || fuse_sole_user(g, e) != mul || !fuse_same_place(g, c2, mul))
 		return false;
 	TensorId h = g->nodes[c2].in[0];
-	NodeId c1 = conv_producer(g, h);
+	NodeId c1 = fuse_conv_producer(g, h);
 	if (c1 == IR_NONE || fuse_sole_user(g, h) != c2 || !fuse_same_place(g, c1, mul))
 		return false;
 	TensorId s = g->nodes[c1].in[0];

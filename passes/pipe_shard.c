@@ -94,9 +94,8 @@ pipe_shard(Graph *g, int max_subgraphs, int *sub)
 		for (int u = 0; u < g->nusers[t]; u++)
 			if (g->users[t][u] > last)
 				last = g->users[t][u];
-		for (int i = 0; i < g->noutputs; i++)
-			if (g->outputs[i] == t)
-				last = N;
+		if (ir_is_output(g, t))
+			last = N;
 		if (last > first) { /* crosses the cuts after first .. last-1 */
 			live[first < 0 ? 0 : first]++;
 			live[last]--;

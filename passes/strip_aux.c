@@ -31,10 +31,7 @@ is_copy(Graph *g, Node *n)
 static bool
 is_output(Graph *g, TensorId t)
 {
-	for (int i = 0; i < g->noutputs; i++)
-		if (g->outputs[i] == t)
-			return true;
-	return t == g->loss && t != IR_NONE;
+	return ir_is_output(g, t) || (t == g->loss && t != IR_NONE);
 }
 
 bool

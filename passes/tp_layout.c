@@ -279,9 +279,8 @@ tp_crosses(TpState *s, TensorId t)
 	NodeId p = g->tensors[t].producer;
 	if (p == IR_NONE)
 		return false;
-	for (int i = 0; i < g->noutputs; i++)
-		if (g->outputs[i] == t)
-			return true;
+	if (ir_is_output(g, t))
+		return true;
 	if (t == g->loss)               /* read after the graph, whole: replicated */
 		return true;
 	for (int u = 0; u < g->nusers[t]; u++)

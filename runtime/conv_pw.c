@@ -99,7 +99,7 @@ pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,   
 			if (epi) {                                                \
 				if (z)                                            \
 					v += *(const vf_##S *)(z + i * ldy + j * VW); \
-				act_##S(&v, act);                              \
+				act_##S(&v, act);                                 \
 			}                                                         \
 			*(vf_##S *)(y + i * ldy + j * VW) = v;                    \
 		}                                                                 \

@@ -1009,6 +1009,15 @@ dw_plane_any_f32(const float *x, const float *w, float *y, const geom *g, float 
 	}
 }
 
+/* A 2-D (or 1-D: H = 1) convolution's geometry g as conv_dw.c, conv_wino.c
+ * and conv_dnnl.c take it: N images of C channels to M. */
+static taprt_conv2d
+conv2d_of(const geom *g, int64_t N, int64_t C, int64_t M)
+{
+	return (taprt_conv2d){N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1],
+		g->k[2], g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+}
+
 /*
  * Conv in f32: y = act(conv(x, w) + bias + z) (z, the residual, and act
  * from FusedConv; NULL and none for Conv).  Depthwise 2-D convolutions run
@@ -1029,8 +1038,7 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
 	/* depthwise 2-D: on blocks of 16 or 8 channels (conv_dw.c) */
 	if (Cg == 1 && Mg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
-		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
-			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		taprt_conv2d c2 = conv2d_of(g, N, C, M);
 		int rc = taprt_conv_dw_f32(x, w, bias, z, y, &c2, act, NULL);
 		if (rc)
 			return rc > 0 ? 0 : -1;
@@ -1081,8 +1089,7 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000);
 	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 &&
 	    ((KK > 1 && C >= 16 && M >= 16) || (!small && M * C * KK * P * N >= (int64_t)1 << 21))) {
-		taprt_conv2d c2 = {N, C, g->in[1], g->in[2], M, g->out[1], g->out[2], g->k[1], g->k[2],
-			g->st[1], g->st[2], g->dil[1], g->dil[2], g->pb[1], g->pb[2]};
+		taprt_conv2d c2 = conv2d_of(g, N, C, M);
 		/* on an AVX2 CPU, whose oneDNN has no Winograd, tapc's own for 3x3
 		 * stride 1 (conv_wino.c) */
 		int rc = taprt_conv_wino_f32(cx, n, x, w, bias, z, y, &c2, act);
@@ -1283,8 +1290,7 @@ taprt_op_FusedConvDw(taprt_ctx *cx, const taprt_node *n)
 	    taprt_act_named(cx, n, "activation", "activation_params", &act) ||
 	    taprt_act_named(cx, n, "expand_activation", "expand_activation_params", &act1))
 		return;
-	taprt_conv2d c2 = {x->dims[0], C, g.in[1], g.in[2], C, g.out[1], g.out[2], g.k[1], g.k[2],
-		g.st[1], g.st[2], g.dil[1], g.dil[2], g.pb[1], g.pb[2]};
+	taprt_conv2d c2 = conv2d_of(&g, x->dims[0], C, C);
 	taprt_conv_expand e = {x->data, w1->data, b1 ? b1->data : NULL, C1, C, &act1};
 	int rc = taprt_conv_dw_f32(NULL, w->data, b ? b->data : NULL, NULL, y->data, &c2, &act, &e);
 	if (rc < 0)
