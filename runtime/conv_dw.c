@@ -162,7 +162,7 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 			taprt_conv_expand e = {0};
 			if (ex)
 				e = (taprt_conv_expand){ex->x + b * ex->C * isz, ex->w + c0,
-					ex->b ? ex->b + c0 : NULL, ex->C, C, ex->act};
+					ex->b ? ex->b + c0 : NULL, ex->C, ex->ldw, ex->act};
 			block(ex ? NULL : x + (b * C + c0) * isz, xend, w + c0 * KK,
 			    bias ? bias + c0 : NULL, z ? z + o : NULL, y + o, nc, &g, buf, act, b0, b1,
 			    ex ? &e : NULL);
