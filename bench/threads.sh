@@ -17,8 +17,9 @@
 # with other work the 2-thread numbers mostly measure the neighbours
 # (compare the load average printed at the end).  On a virtual machine
 # they also follow where the host put the two vCPUs: bench/xcore.c's
-# cross-core hand-over, printed at the start and the end, is 1.2x on some
-# placements and 3x on others.
+# cross-core hand-over, printed at the start and the end, is 1.0x on some
+# placements and 3x on others, and writing over lines the other core read
+# 9x and more a core's own.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -52,9 +53,12 @@ batch() { case $1 in gpt2s | bertb) echo 4 ;; *) echo 1 ;; esac; }
 
 mkdir -p "$gen"
 # what reading the other core's fresh data costs here, now and at the end
-# (bench/xcore.c): the 2-thread numbers of the CNNs follow it
+# (bench/xcore.c), and what writing over bytes the other core read costs:
+# the 2-thread numbers of the CNNs follow both
 cc -O3 -march=native -pthread -o "$work/xcore" "$here/xcore.c" || die "cannot compile xcore.c"
-xcore() { "$work/xcore" | awk '{printf "1 MiB read %.1f us on its own core, %.1f us on the other (%.2fx)", $2, $3, $4}'; }
+xcore() {
+	"$work/xcore" | awk '{printf "1 MiB read %.1f us on its own core, %.1f us on the other (%.2fx); written over %.1f us, %.1f us after the other core read it (%.2fx)", $2, $3, $4, $5, $6, $7}'
+}
 xstart=$(xcore)
 for m in $big $tp; do
 	[ -f "$gen/$m/model.onnx" ] || /usr/bin/python3 "$here/gen_models.py" "$gen" "$m" >/dev/null 2>&1 ||
