@@ -61,6 +61,15 @@ typedef struct {
 int64_t *emit_blob_layout(Graph *g, int64_t *bytes);
 bool emit_blob(Graph *g, const int64_t *off, int64_t bytes, const char *dir);
 
+/*
+ * An inference program's small tensors (under EMIT_COOL_BYTES) do not take
+ * arena bytes a tensor freed until EMIT_COOL_BYTES of other tensors have
+ * been made since (memplan.c): on two threads, writing over lines the
+ * other core read last waits for each of them (docs/design.md, "The
+ * backend's memory plan").  About one core's L2.
+ */
+#define EMIT_COOL_BYTES ((int64_t)1 << 20)
+
 void emit_memplan(Graph *g, int stage, MemPlan *mp);
 /* Pipeline stages: how many the program has (mesh.pp), the stage of a node
  * (0 without a pipeline), of a tensor (its producer's, else its first
