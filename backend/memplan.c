@@ -16,12 +16,13 @@
  * Blocks are placed two ways, and the smaller arena wins: largest first at
  * the lowest offset free for their lifetime (every lifetime is known), or
  * first-fit in a free list as the schedule is walked in order, returned
- * after their last use; all offsets 64-byte aligned.  In an inference
- * program, when largest-first wins, it is placed again with small blocks
- * kept off recently freed bytes (EMIT_COOL_BYTES): on two threads a
- * kernel's stores over lines the other core read last wait for each line
- * (27 ns against 0.7 on the Zen 4 VM), and by the time a core's L2 worth
- * of other tensors has been made, the other core's copies are mostly gone.
+ * after their last use; all offsets 64-byte aligned.  An inference
+ * program is then placed largest first again, whichever was smaller, with
+ * small blocks kept off recently freed bytes (EMIT_COOL_BYTES): on two
+ * threads a kernel's stores over lines the other core read last wait for
+ * each line (6-28 ns against 0.7 on the Zen 4 VM, by where the host puts
+ * the vCPUs), and by the time a core's L2 worth of other tensors has been
+ * made, the other core's copies are mostly gone.
  * Weights the stage reads get a separate region, packed once.
  */
 #include <errno.h>

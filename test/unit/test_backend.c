@@ -7,8 +7,9 @@
  * overlap never share arena bytes, a small tensor takes no bytes freed
  * less than EMIT_COOL_BYTES of tensors before it is made (an inference
  * program's cooling), and every block is aligned and inside the arena;
- * at a batch whose tensors pass EMIT_COOL_BYTES, bytes are reused.  The reader is checked on hand-encoded protobuf bytes and on
- * every truncation of a real file.
+ * at a batch whose tensors pass EMIT_COOL_BYTES, bytes are reused.  The
+ * reader is checked on hand-encoded protobuf bytes and on every
+ * truncation of a real file.
  */
 #include <fcntl.h>
 #include <string.h>
