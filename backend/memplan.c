@@ -17,8 +17,8 @@
  * the lowest offset free for their lifetime (every lifetime is known), or
  * first-fit in a free list as the schedule is walked in order, returned
  * after their last use; all offsets 64-byte aligned.  An inference
- * program is then placed largest first again, whichever was smaller, with
- * small blocks kept off recently freed bytes (EMIT_COOL_BYTES): on two
+ * program takes largest first whichever is smaller, placed with small
+ * blocks kept off recently freed bytes (EMIT_COOL_BYTES): on two
  * threads a kernel's stores over lines the other core read last wait for
  * each line (6-28 ns against 0.7 on the Zen 4 VM, by where the host puts
  * the vCPUs), and by the time a core's L2 worth of other tensors has been
@@ -565,7 +565,11 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		}
 	}
 
-	mp->arena_bytes = place_by_size(&p, false);
+	/* an inference program's largest-first placement cools (a training
+	 * schedule's arena is the memory in flight its schedules are compared
+	 * by: docs/pipeline.md) */
+	bool infer = !ir_has_phase(g, PHASE_BWD) && !ir_has_phase(g, PHASE_OPT);
+	mp->arena_bytes = place_by_size(&p, infer);
 	int64_t *by_size = malloc(sizeof *by_size * (p.ninst + 1));
 	for (int i = 0; i < p.ninst; i++)
 		by_size[i] = p.inst[i].off;
@@ -591,14 +595,9 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			give(&fl, in->off, ALIGN(ir_nbytes(&g->tensors[in->t])));
 		}
 	}
-	/* the smaller of the two; in an inference program largest first again,
-	 * with cooling, whichever was smaller (a training schedule's arena is
-	 * the memory in flight its schedules are compared by: docs/pipeline.md) */
-	bool infer = !ir_has_phase(g, PHASE_BWD) && !ir_has_phase(g, PHASE_OPT);
-	int64_t cooled = infer && mp->arena_bytes >= 0 ? place_by_size(&p, true) : -1;
-	if (cooled >= 0)
-		mp->arena_bytes = cooled;
-	else if (mp->arena_bytes >= 0 && mp->arena_bytes <= fl.top)
+	/* the smaller of the two; an inference program's largest first
+	 * whenever it placed anything */
+	if (mp->arena_bytes >= 0 && (infer || mp->arena_bytes <= fl.top))
 		for (int i = 0; i < p.ninst; i++)
 			p.inst[i].off = by_size[i];
 	else
