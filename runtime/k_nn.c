@@ -1812,7 +1812,10 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 /* Global pools: one reduction over each contiguous [N, C] plane; the sum
  * in 16 running partial sums, so that it vectorizes (an in-order float
  * sum cannot be reordered by the compiler).  means_ on the calling thread,
- * gavg_ a contiguous share of the planes per thread. */
+ * gavg_ a contiguous share of the planes per thread, from half the usual
+ * work: the kernel only reads, and in a CNN the layer before split by
+ * channels, so each thread's share is what its core wrote (MobileNetV3's
+ * 576x7x7 head, 28224 elements, ran 3.6 us on one thread and on two). */
 #define GLOBAL(E, T, s)                                                   \
 TAPRT_CLONES static void                                                  \
 means_##s(const T *x, T *y, int64_t planes, int64_t sz)                   \
@@ -1834,7 +1837,7 @@ means_##s(const T *x, T *y, int64_t planes, int64_t sz)                   \
 static void                                                               \
 gavg_##s(const T *x, T *y, int64_t planes, int64_t sz)                    \
 {                                                                         \
-	_Pragma("omp parallel if (TAPRT_PAR(planes * sz))")               \
+	_Pragma("omp parallel if (TAPRT_PAR(2 * planes * sz))")               \
 	{                                                                 \
 		int id, nt = taprt_team(&id);                             \
 		int64_t p0 = planes * id / nt, p1 = planes * (id + 1) / nt; \

@@ -63,8 +63,8 @@ class G:
         self.nodes.append(helper.make_node(op, ins, [out], name='/%s_%d' % (op, self.n), **attrs))
         return out
 
-    def conv(self, x, cin, cout, k, stride=1, group=1, bias=True):
-        ins = [x, self.w(rng.normal(0, 0.3, (cout, cin // group, k, k)).astype(np.float32))]
+    def conv(self, x, cin, cout, k, stride=1, group=1, bias=True, std=0.3):
+        ins = [x, self.w(rng.normal(0, std, (cout, cin // group, k, k)).astype(np.float32))]
         if bias:
             ins.append(self.w(rng.normal(0, 0.1, cout).astype(np.float32)))
         return self.op('Conv', ins, kernel_shape=[k, k], pads=[k // 2] * 4, strides=[stride] * 2,
@@ -126,20 +126,30 @@ def se(d):
     g = G()
     f = np.float32
 
-    def block(x, c, r, acts, bias1=True, swap=False):
+    def block(x, c, r, acts, bias1=True, swap=False, std=0.3):
         s = g.op('GlobalAveragePool', [x])
-        h = g.conv(s, c, r, 1, bias=bias1)
+        h = g.conv(s, c, r, 1, bias=bias1, std=std)
         if acts[0]:
             h = g.op(acts[0], [h])
-        e = g.conv(h, r, c, 1)
+        e = g.conv(h, r, c, 1, std=std)
         if acts[1]:
             e = g.op(acts[1], [e])
         return g.op('Mul', [e, x] if swap else [x, e])
 
+    # the kernel computes small FCs (R C <= 4096 weights) on every thread,
+    # larger ones in shares: 72 x 64 at both plane sizes (weights scaled to
+    # their fan-in, so that the 72 channels keep the values where 1e-4
+    # tells a wrong sum from a reordered one)
+    def wide(x):
+        e = g.conv(x, 20, 72, 1, std=0.2)
+        return g.conv(block(e, 72, 64, ('Relu', 'HardSigmoid'), std=0.12), 72, 20, 1, std=0.12)
+
     x = g.op('HardSwish', [g.conv('x', 8, 20, 3)])
     x = block(x, 20, 5, ('Relu', 'HardSigmoid'))
+    x = wide(x)
     x = g.conv(x, 20, 20, 3, stride=2)
     x = g.op('Add', [block(x, 20, 12, (None, None), bias1=False, swap=True), x])  # x read after
+    x = wide(x)
     x = block(x, 20, 5, ('Relu', 'Sigmoid'))                    # not fused
     g.save(os.path.join(d, 'model.onnx'),
            [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 55, 61])],
