@@ -1815,7 +1815,8 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
  * gavg_ a contiguous share of the planes per thread, from half the usual
  * work: the kernel only reads, and in a CNN the layer before split by
  * channels, so each thread's share is what its core wrote (MobileNetV3's
- * 576x7x7 head, 28224 elements, ran 3.6 us on one thread and on two). */
+ * 576x7x7 head, 28224 elements, ran 3.6 us on one thread and on two;
+ * 2.2 us on two split). */
 #define GLOBAL(E, T, s)                                                   \
 TAPRT_CLONES static void                                                  \
 means_##s(const T *x, T *y, int64_t planes, int64_t sz)                   \

@@ -119,8 +119,8 @@ taprt_op_FusedSqueezeExcite(taprt_ctx *cx, const taprt_node *n)
 		taprt_fail(cx, "node '%s' (FusedSqueezeExcite): out of memory", n->name);
 		return;
 	}
-	/* each thread's rows of part and its mine on lines of their own (a line
-	 * both threads wrote the means into cost 0.4 us more a block) */
+	/* each thread's rows of part and its mine on lines of their own: a line
+	 * both threads write into passes between the cores at each store */
 	part = (float *)(((uintptr_t)part + 63) & ~(uintptr_t)63);
 	float *mine = part + npart, *s = mine + nm, *h = s + 2 * C;
 	const float *xd = x->data, *W1 = w1->data, *W2 = w2->data;
