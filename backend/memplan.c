@@ -426,6 +426,40 @@ place_by_size(Plan *p, bool cool)
 	return top;
 }
 
+/* Place the instances first-fit in event order, each given back to the
+ * free list after its last use.  Sets Inst.off; returns the arena size. */
+static int64_t
+place_first_fit(Plan *p)
+{
+	int nev = p->event + 1;
+	int *nfree = calloc(nev + 1, sizeof *nfree), *start = calloc(nev + 2, sizeof *start);
+	int *byl = malloc(sizeof *byl * (p->ninst + 1));
+	if (!nfree || !start || !byl)
+		die("out of memory");
+	for (int i = 0; i < p->ninst; i++)
+		nfree[p->inst[i].last]++;
+	for (int e = 0; e < nev; e++)
+		start[e + 1] = start[e] + nfree[e];
+	memset(nfree, 0, sizeof *nfree * (nev + 1));
+	for (int i = 0; i < p->ninst; i++)
+		byl[start[p->inst[i].last] + nfree[p->inst[i].last]++] = i;
+	FreeList fl = {0};
+	int next = 0;
+	for (int e = 0; e < nev; e++) {
+		for (; next < p->ninst && p->inst[next].born == e; next++)
+			p->inst[next].off = take(&fl, ALIGN(ir_nbytes(&p->g->tensors[p->inst[next].t])));
+		for (int q = start[e]; q < start[e + 1]; q++) {
+			Inst *in = &p->inst[byl[q]];
+			give(&fl, in->off, ALIGN(ir_nbytes(&p->g->tensors[in->t])));
+		}
+	}
+	free(fl.b);
+	free(nfree);
+	free(start);
+	free(byl);
+	return fl.top;
+}
+
 void
 emit_memplan(Graph *g, int stage, MemPlan *mp)
 {
@@ -565,44 +599,24 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		}
 	}
 
-	/* an inference program's largest-first placement cools (a training
-	 * schedule's arena is the memory in flight its schedules are compared
-	 * by: docs/pipeline.md) */
+	/* An inference program takes the largest-first placement, cooled,
+	 * whenever it placed anything; a training schedule the smaller of the
+	 * two (its arena is the memory in flight its schedules are compared
+	 * by: docs/pipeline.md). */
 	bool infer = !ir_has_phase(g, PHASE_BWD) && !ir_has_phase(g, PHASE_OPT);
 	mp->arena_bytes = place_by_size(&p, infer);
-	int64_t *by_size = malloc(sizeof *by_size * (p.ninst + 1));
-	for (int i = 0; i < p.ninst; i++)
-		by_size[i] = p.inst[i].off;
-
-	/* place the instances first-fit in event order, freeing after last use */
-	int nev = p.event + 1;
-	int *nfree = calloc(nev + 1, sizeof *nfree), *start = calloc(nev + 2, sizeof *start);
-	int *byl = malloc(sizeof *byl * (p.ninst + 1));
-	for (int i = 0; i < p.ninst; i++)
-		nfree[p.inst[i].last]++;
-	for (int e = 0; e < nev; e++)
-		start[e + 1] = start[e] + nfree[e];
-	memset(nfree, 0, sizeof *nfree * (nev + 1));
-	for (int i = 0; i < p.ninst; i++)
-		byl[start[p.inst[i].last] + nfree[p.inst[i].last]++] = i;
-	FreeList fl = {0};
-	int next = 0;
-	for (int e = 0; e < nev; e++) {
-		for (; next < p.ninst && p.inst[next].born == e; next++)
-			p.inst[next].off = take(&fl, ALIGN(ir_nbytes(&g->tensors[p.inst[next].t])));
-		for (int q = start[e]; q < start[e + 1]; q++) {
-			Inst *in = &p.inst[byl[q]];
-			give(&fl, in->off, ALIGN(ir_nbytes(&g->tensors[in->t])));
-		}
-	}
-	/* the smaller of the two; an inference program's largest first
-	 * whenever it placed anything */
-	if (mp->arena_bytes >= 0 && (infer || mp->arena_bytes <= fl.top))
+	if (mp->arena_bytes < 0 || !infer) {
+		int64_t *by_size = malloc(sizeof *by_size * (p.ninst + 1));
 		for (int i = 0; i < p.ninst; i++)
-			p.inst[i].off = by_size[i];
-	else
-		mp->arena_bytes = fl.top;
-	free(by_size);
+			by_size[i] = p.inst[i].off;
+		int64_t top = place_first_fit(&p);
+		if (mp->arena_bytes >= 0 && mp->arena_bytes <= top)
+			for (int i = 0; i < p.ninst; i++)
+				p.inst[i].off = by_size[i];
+		else
+			mp->arena_bytes = top;
+		free(by_size);
+	}
 	mp->nsteps = ss->nsteps;
 	mp->off = malloc(sizeof *mp->off * (ss->nsteps + 1));
 	for (int j = 0; j < ss->nsteps; j++) {
@@ -611,10 +625,6 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 			mp->off[j][t] = p.use[j][t] >= 0 ? p.inst[p.use[j][t]].off : -1;
 		free(p.use[j]);
 	}
-	free(fl.b);
-	free(nfree);
-	free(start);
-	free(byl);
 	free(p.inst);
 	free(p.cur);
 	free(p.use);
