@@ -7,11 +7,14 @@
 # For every model of BENCH_BIG (default "gpt2s bertb resnet18 mnv3 segnet",
 # written by bench/gen_models.py into BENCH_GEN, reused when there) it
 # builds the one-rank program and times, in each of BENCH_REPEATS rounds
-# (default 3), ours with --threads 1 and --threads 2 and onnxruntime with
+# (default 5), ours with --threads 1 and --threads 2 and onnxruntime with
 # intraOpNumThreads 1 and 2, one after the other; then the tensor-parallel
 # program (-mesh 1x2 -tp=2, threads backend, one thread per rank) of each
-# model of BENCH_TP (default gpt2s) against its one-rank program.  Medians
-# of the rounds; speedup = 1-thread ms / 2-thread ms (or one rank / two).
+# model of BENCH_TP (default gpt2s) against its one-rank program.  The ms
+# columns are medians of the rounds; a speedup is the median over the
+# rounds of that round's 1-thread ms / 2-thread ms (or one rank / two):
+# its two runs are back to back, so a slow phase of the host weighs on
+# both, as in run.sh's ratio.
 # The targets (issue 17): >= 1.8x from 1 to 2 threads on these models, >=
 # 1.7x for tp=2 on gpt2s.  Both need two idle cores: on a machine shared
 # with other work the 2-thread numbers mostly measure the neighbours
@@ -19,14 +22,18 @@
 # they also follow where the host put the two vCPUs: bench/xcore.c's
 # cross-core hand-over, printed at the start and the end, is 1.0x on some
 # placements and 3x on others, and writing over lines the other core read
-# 9x and more a core's own.
+# 9x and more a core's own, and the host changes placement within
+# minutes.  So each model's row ends with the placement it ran in, read
+# by xcore.c just before its rounds and just after: reading the other
+# core's data / one's own, writing over lines the other core read / one's
+# own.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=$(cd "${1:-$root}" && pwd)
 big=${BENCH_BIG-gpt2s bertb resnet18 mnv3 segnet}
 tp=${BENCH_TP-gpt2s}
-repeats=${BENCH_REPEATS:-3}
+repeats=${BENCH_REPEATS:-5}
 work=$(mktemp -d "${TMPDIR:-/tmp}/tapc-threads.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 gen=${BENCH_GEN:-$work/models}
@@ -36,6 +43,8 @@ NODE_PATH=$ort_dir/node_modules
 export NODE_PATH
 die() { echo "threads.sh: $*" >&2; exit 1; }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# speedup A B -> the median of the rounds' A[i] / B[i]
+speedup() { paste "$1" "$2" | awk '{print $1 / $2}' | median; }
 # ours PROG N THREADS DATA -> ms/iteration
 ours() {
 	"$1" --bench "$2" --warmup 2 --threads "$3" --inputs "$4" |
@@ -59,13 +68,15 @@ cc -O3 -march=native -pthread -o "$work/xcore" "$here/xcore.c" || die "cannot co
 xcore() {
 	"$work/xcore" | awk '{printf "1 MiB read %.1f us on its own core, %.1f us on the other (%.2fx); written over %.1f us, %.1f us after the other core read it (%.2fx)", $2, $3, $4, $5, $6, $7}'
 }
+# placement -> "R.RRx / W.Wx": read, write-over (200 rounds: about 0.1 s)
+placement() { "$work/xcore" 200 | awk '{printf "%.2fx / %.1fx", $4, $7}'; }
 xstart=$(xcore)
 for m in $big $tp; do
 	[ -f "$gen/$m/model.onnx" ] || /usr/bin/python3 "$here/gen_models.py" "$gen" "$m" >/dev/null 2>&1 ||
 		die "gen_models.py $m failed (needs python3-torch)"
 done
-echo "| model | tapc 1 thr ms | tapc 2 thr ms | tapc speedup | ort 1 thr ms | ort 2 thr ms | ort speedup | ratio at 2 thr (ort/tapc) |"
-echo "|-------|------:|------:|-----:|------:|------:|-----:|-----:|"
+echo "| model | tapc 1 thr ms | tapc 2 thr ms | tapc speedup | ort 1 thr ms | ort 2 thr ms | ort speedup | ratio at 2 thr (ort/tapc) | placement before, after: read / write-over |"
+echo "|-------|------:|------:|-----:|------:|------:|-----:|-----:|-----|"
 for m in $big; do
 	b=$(batch "$m")
 	"$build/tapc" "$gen/$m/model.onnx" -mesh 1x1 -batch="$b" -o "$work/$m" && make -s -C "$work/$m" >/dev/null ||
@@ -73,6 +84,7 @@ for m in $big; do
 	node "$here/pb2raw.js" "$gen/$m/test_data_set_0" "$work/$m.raw"
 	n=$(awk -v t="$(ours "$work/$m/model" 3 1 "$gen/$m/test_data_set_0")" 'BEGIN {n = int(3000 / t) + 1; print n < 5 ? 5 : n}')
 	: >"$work/o1"; : >"$work/o2"; : >"$work/r1"; : >"$work/r2"
+	where=$(placement)
 	i=0
 	while [ "$i" -lt "$repeats" ]; do
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
@@ -82,12 +94,13 @@ for m in $big; do
 		i=$((i + 1))
 	done
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); r1=$(median <"$work/r1"); r2=$(median <"$work/r2")
-	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v r1="$r1" -v r2="$r2" 'BEGIN {
-		printf "| %s | %.4g | %.4g | %.2fx | %.4g | %.4g | %.2fx | %.2f |\n", m, o1, o2, o1 / o2, r1, r2, r1 / r2, r2 / o2}'
+	so=$(speedup "$work/o1" "$work/o2"); sr=$(speedup "$work/r1" "$work/r2"); q=$(speedup "$work/r2" "$work/o2")
+	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v r1="$r1" -v r2="$r2" -v so="$so" -v sr="$sr" -v q="$q" -v w="$where, $(placement)" 'BEGIN {
+		printf "| %s | %.4g | %.4g | %.2fx | %.4g | %.4g | %.2fx | %.2f | %s |\n", m, o1, o2, so, r1, r2, sr, q, w}'
 done
-echo
-echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup |"
-echo "|-------|------:|------:|-----:|"
+[ -z "$tp" ] || echo
+[ -z "$tp" ] || echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | placement before, after: read / write-over |"
+[ -z "$tp" ] || echo "|-------|------:|------:|-----:|-----|"
 for m in $tp; do
 	b=$(batch "$m")
 	[ -x "$work/$m/model" ] || { "$build/tapc" "$gen/$m/model.onnx" -mesh 1x1 -batch="$b" -o "$work/$m" && make -s -C "$work/$m" >/dev/null; }
@@ -96,14 +109,15 @@ for m in $tp; do
 	"$work/$m-tp2/model" --check "$gen/$m/test_data_set_0" --atol 1e-4 >/dev/null || die "$m: tp=2 fails --check"
 	n=$(awk -v t="$(ours "$work/$m/model" 3 1 "$gen/$m/test_data_set_0")" 'BEGIN {n = int(3000 / t) + 1; print n < 5 ? 5 : n}')
 	: >"$work/o1"; : >"$work/o2"
+	where=$(placement)
 	i=0
 	while [ "$i" -lt "$repeats" ]; do
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m-tp2/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o2"
 		i=$((i + 1))
 	done
-	o1=$(median <"$work/o1"); o2=$(median <"$work/o2")
-	awk -v m="$m" -v o1="$o1" -v o2="$o2" 'BEGIN {printf "| %s | %.4g | %.4g | %.2fx |\n", m, o1, o2, o1 / o2}'
+	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); so=$(speedup "$work/o1" "$work/o2")
+	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v so="$so" -v w="$where, $(placement)" 'BEGIN {printf "| %s | %.4g | %.4g | %.2fx | %s |\n", m, o1, o2, so, w}'
 done
 echo
 echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(getconf _NPROCESSORS_ONLN) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); load average at end: $(cut -d ' ' -f 1-3 /proc/loadavg); $repeats rounds"
