@@ -98,9 +98,11 @@ for m in $big; do
 	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v r1="$r1" -v r2="$r2" -v so="$so" -v sr="$sr" -v q="$q" -v w="$where, $(placement)" 'BEGIN {
 		printf "| %s | %.4g | %.4g | %.2fx | %.4g | %.4g | %.2fx | %.2f | %s |\n", m, o1, o2, so, r1, r2, sr, q, w}'
 done
-[ -z "$tp" ] || echo
-[ -z "$tp" ] || echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | placement before, after: read / write-over |"
-[ -z "$tp" ] || echo "|-------|------:|------:|-----:|-----|"
+if [ -n "$tp" ]; then
+	echo
+	echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | placement before, after: read / write-over |"
+	echo "|-------|------:|------:|-----:|-----|"
+fi
 for m in $tp; do
 	b=$(batch "$m")
 	[ -x "$work/$m/model" ] || { "$build/tapc" "$gen/$m/model.onnx" -mesh 1x1 -batch="$b" -o "$work/$m" && make -s -C "$work/$m" >/dev/null; }
