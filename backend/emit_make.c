@@ -160,6 +160,9 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir, bool blob)
 		fprintf(f, "TAPRT_CFLAGS = -I%s/runtime %s\n", TAPC_SRCDIR, TAPC_SAN_FLAGS);
 		fprintf(f, "TAPRT_LIBS = %s/runtime/.libs/libtaprt.a %s %s -lpthread -lm %s\n", TAPC_BUILDDIR,
 		    TAPC_RUNTIME_LIBS, TAPC_MPI_LIBS, TAPC_SAN_FLAGS);
+		fprintf(f, "TAPRT_HEADERS = %s/runtime/taprt.h %s/runtime/taprt_ops.def\n", TAPC_SRCDIR,
+		    TAPC_SRCDIR);
+		fprintf(f, "TAPRT_LIB = %s/runtime/.libs/libtaprt.a\n", TAPC_BUILDDIR);
 	} else {
 		fputs("# the runtime installed beside this tapc\n", f);
 		/* make before 4.4 does not export variables to $(shell) */
@@ -167,11 +170,17 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir, bool blob)
 		    TAPC_LIBDIR);
 		fputs("TAPRT_CFLAGS := $(shell $(PKG_CONFIG) --cflags taprt)\n", f);
 		fputs("TAPRT_LIBS := $(shell $(PKG_CONFIG) --libs taprt)\n", f);
+		fputs("TAPRT_INCLUDEDIR := $(shell $(PKG_CONFIG) --variable=includedir taprt)\n", f);
+		fputs("TAPRT_HEADERS := $(wildcard $(TAPRT_INCLUDEDIR)/taprt.h $(TAPRT_INCLUDEDIR)/taprt_ops.def)\n", f);
+		fputs("TAPRT_LIBDIR := $(shell $(PKG_CONFIG) --variable=libdir taprt)\n", f);
+		fputs("TAPRT_LIB := $(wildcard $(TAPRT_LIBDIR)/libtaprt.so $(TAPRT_LIBDIR)/libtaprt.a)\n", f);
 	}
-	fputs("\n$(PROGRAM): $(OBJS)\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(TAPRT_LIBS)\n\n", f);
-	fputs("%.o: %.c\n\t$(CC) $(CFLAGS) $(TAPRT_CFLAGS) -c -o $@ $<\n\n", f);
+	/* a rebuilt or reinstalled runtime relinks the program, a changed
+	 * header recompiles it */
+	fputs("\n$(PROGRAM): $(OBJS) $(TAPRT_LIB)\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(TAPRT_LIBS)\n\n", f);
+	fputs("%.o: %.c $(TAPRT_HEADERS)\n\t$(CC) $(CFLAGS) $(TAPRT_CFLAGS) -c -o $@ $<\n\n", f);
 	for (int r = 0; r < nranks; r++)
-		fprintf(f, "rank%d.o: stage%d.c\n\t$(CC) $(CFLAGS) $(TAPRT_CFLAGS) -DTAPRT_RANK=%d -c -o $@ stage%d.c\n\n",
+		fprintf(f, "rank%d.o: stage%d.c $(TAPRT_HEADERS)\n\t$(CC) $(CFLAGS) $(TAPRT_CFLAGS) -DTAPRT_RANK=%d -c -o $@ stage%d.c\n\n",
 		    r, r / tp % pp, r, r / tp % pp);
 	if (blob)
 		fputs("consts.o: consts.S consts.bin\n\t$(CC) $(CFLAGS) -c -o $@ consts.S\n\n", f);

@@ -290,6 +290,22 @@ expect 1 "-mesh with a blank" "$TAPC" $mlp "-mesh= 1x2" -emit=ir
 cp test/e2e/mlp/model.onnx "$tmp/Makefile.onnx"
 expect 0 "a model named Makefile.onnx" "$TAPC" "$tmp/Makefile.onnx" -o "$tmp/mkprog"
 check "... builds Makefile.bin, not a second Makefile" has "$tmp/mkprog/Makefile" "^PROGRAM = Makefile.bin$"
+# the program depends on the runtime it links: rebuilt, it links again
+lib=$(dirname "$TAPC")/runtime/.libs/libtaprt.a
+mklib=$(sed -n 's/^TAPRT_LIB = //p' "$tmp/mkprog/Makefile")
+mkhdr=$(sed -n 's/^TAPRT_HEADERS = \([^ ]*\) .*/\1/p' "$tmp/mkprog/Makefile")
+check "... its Makefile names the build's libtaprt.a" test "$mklib" -ef "$lib"
+check "... and the source tree's taprt.h" test "$mkhdr" -ef "$srcdir/runtime/taprt.h"
+if make -s -C "$tmp/mkprog" >"$tmp/log" 2>&1; then
+	check "... built, it is up to date" make -q -C "$tmp/mkprog"
+	make -n -W "$mklib" -C "$tmp/mkprog" >"$tmp/log" 2>&1
+	check "... a rebuilt runtime links it again" has "$tmp/log" "-o Makefile.bin "
+	check "... and compiles nothing" sh -c "! grep -q -- ' -c ' '$tmp/log'"
+	make -n -W "$mkhdr" -C "$tmp/mkprog" >"$tmp/log" 2>&1
+	check "... a changed taprt.h compiles it again" has "$tmp/log" "-c -o main.o main.c"
+else
+	fail "... make"; head -5 "$tmp/log"
+fi
 cp test/e2e/mlp/model.onnx "$tmp/-x.onnx"
 expect 0 "a model named -x.onnx" "$TAPC" "$tmp/-x.onnx" -o "$tmp/dashprog"
 check "... builds _x" has "$tmp/dashprog/Makefile" "^PROGRAM = _x$"

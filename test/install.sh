@@ -21,6 +21,12 @@ for m in mlp gpt; do
 		check "$m: Makefile uses pkg-config" grep -q 'PKG_CONFIG) --libs taprt' "$out/Makefile"
 		if env -u PKG_CONFIG_PATH make -s -C "$out" >"$tmp/log" 2>&1; then
 			check "$m: program checks" "$out/model" --check test/e2e/$m/test_data_set_0
+			# it depends on the installed runtime: reinstalled, it links again
+			check "$m: built, it is up to date" env -u PKG_CONFIG_PATH make -s -q -C "$out"
+			env -u PKG_CONFIG_PATH make -n -W "$prefix/lib/libtaprt.so" -C "$out" >"$tmp/log" 2>&1
+			check "$m: a reinstalled libtaprt.so links it again" grep -q -- "-o model " "$tmp/log"
+			env -u PKG_CONFIG_PATH make -n -W "$prefix/include/taprt.h" -C "$out" >"$tmp/log" 2>&1
+			check "$m: a reinstalled taprt.h compiles it again" grep -q -- "-c -o main.o main.c" "$tmp/log"
 		else
 			fail "$m: make against the installed runtime"; head -5 "$tmp/log"
 		fi
