@@ -58,6 +58,10 @@ ort() {
 	node -e 'const l = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").pop();
 		const r = JSON.parse(l).runs_ms; console.log(r.reduce((a, b) => a + b, 0) / r.length);' "$work/err"
 }
+# iterations PROG DATA -> N for about 3 s of PROG on one thread (at least 5)
+iterations() {
+	awk -v t="$(ours "$1" 3 1 "$2")" 'BEGIN {n = int(3000 / t) + 1; print n < 5 ? 5 : n}'
+}
 batch() { case $1 in gpt2s | bertb) echo 4 ;; *) echo 1 ;; esac; }
 
 mkdir -p "$gen"
@@ -82,7 +86,7 @@ for m in $big; do
 	"$build/tapc" "$gen/$m/model.onnx" -mesh 1x1 -batch="$b" -o "$work/$m" && make -s -C "$work/$m" >/dev/null ||
 		die "$m: build failed"
 	node "$here/pb2raw.js" "$gen/$m/test_data_set_0" "$work/$m.raw"
-	n=$(awk -v t="$(ours "$work/$m/model" 3 1 "$gen/$m/test_data_set_0")" 'BEGIN {n = int(3000 / t) + 1; print n < 5 ? 5 : n}')
+	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
 	: >"$work/o1"; : >"$work/o2"; : >"$work/r1"; : >"$work/r2"
 	where=$(placement)
 	i=0
@@ -109,7 +113,7 @@ for m in $tp; do
 	"$build/tapc" "$gen/$m/model.onnx" -mesh 1x2 -tp=2 -batch="$b" -o "$work/$m-tp2" && make -s -C "$work/$m-tp2" >/dev/null ||
 		die "$m: tp=2 build failed"
 	"$work/$m-tp2/model" --check "$gen/$m/test_data_set_0" --atol 1e-4 >/dev/null || die "$m: tp=2 fails --check"
-	n=$(awk -v t="$(ours "$work/$m/model" 3 1 "$gen/$m/test_data_set_0")" 'BEGIN {n = int(3000 / t) + 1; print n < 5 ? 5 : n}')
+	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
 	: >"$work/o1"; : >"$work/o2"
 	where=$(placement)
 	i=0
