@@ -23,10 +23,10 @@
 # cross-core hand-over, printed at the start and the end, is 1.0x on some
 # placements and 3x on others, and writing over lines the other core read
 # 9x and more a core's own, and the host changes placement within
-# minutes.  So each model's row ends with the placement it ran in, read
-# by xcore.c just before its rounds and just after: reading the other
-# core's data / one's own, writing over lines the other core read / one's
-# own.
+# minutes.  So xcore.c reads the placement before and after each round
+# (reading the other core's data / one's own: about 1.0x near, 3x far),
+# and each row counts its rounds that ran near, far, or across a change,
+# and gives the speedups again over its near rounds alone ("-": none).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -45,6 +45,11 @@ die() { echo "threads.sh: $*" >&2; exit 1; }
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # speedup A B -> the median of the rounds' A[i] / B[i]
 speedup() { paste "$1" "$2" | awk '{print $1 / $2}' | median; }
+# near_speedup A B -> the same over the rounds tagged n in $work/tags, or -
+near_speedup() {
+	paste "$1" "$2" "$work/tags" | awk '$3 == "n" {print $1 / $2}' >"$work/near"
+	if [ -s "$work/near" ]; then median <"$work/near" | awk '{printf "%.2fx", $1}'; else echo -; fi
+}
 # ours PROG N THREADS DATA -> ms/iteration
 ours() {
 	"$1" --bench "$2" --warmup 2 --threads "$3" --inputs "$4" |
@@ -72,40 +77,49 @@ cc -O3 -march=native -pthread -o "$work/xcore" "$here/xcore.c" || die "cannot co
 xcore() {
 	"$work/xcore" | awk '{printf "1 MiB read %.1f us on its own core, %.1f us on the other (%.2fx); written over %.1f us, %.1f us after the other core read it (%.2fx)", $2, $3, $4, $5, $6, $7}'
 }
-# placement -> "R.RRx / W.Wx": read, write-over (200 rounds: about 0.1 s)
-placement() { "$work/xcore" 200 | awk '{printf "%.2fx / %.1fx", $4, $7}'; }
+# placement -> n (near: the other core's data read at under 2x one's own)
+# or f (far), from 200 rounds of xcore.c (about 0.1 s)
+placement() { "$work/xcore" 200 | awk '{print $4 < 2 ? "n" : "f"}'; }
+# tag BEFORE: append the round's tag to $work/tags: n or f when the
+# placement after it is BEFORE's, c when it changed
+tag() { a=$(placement); if [ "$a" = "$1" ]; then echo "$1"; else echo c; fi >>"$work/tags"; }
+# placements -> "near N, far F, changed C" from $work/tags
+placements() { awk '{c[$1]++} END {printf "near %d, far %d, changed %d", c["n"], c["f"], c["c"]}' "$work/tags"; }
 xstart=$(xcore)
 for m in $big $tp; do
 	[ -f "$gen/$m/model.onnx" ] || /usr/bin/python3 "$here/gen_models.py" "$gen" "$m" >/dev/null 2>&1 ||
 		die "gen_models.py $m failed (needs python3-torch)"
 done
-echo "| model | tapc 1 thr ms | tapc 2 thr ms | tapc speedup | ort 1 thr ms | ort 2 thr ms | ort speedup | ratio at 2 thr (ort/tapc) | placement before, after: read / write-over |"
-echo "|-------|------:|------:|-----:|------:|------:|-----:|-----:|-----|"
+echo "| model | tapc 1 thr ms | tapc 2 thr ms | tapc speedup | ort 1 thr ms | ort 2 thr ms | ort speedup | ratio at 2 thr (ort/tapc) | rounds' placement | tapc speedup, near rounds | ort speedup, near rounds |"
+echo "|-------|------:|------:|-----:|------:|------:|-----:|-----:|-----|-----:|-----:|"
 for m in $big; do
 	b=$(batch "$m")
 	"$build/tapc" "$gen/$m/model.onnx" -mesh 1x1 -batch="$b" -o "$work/$m" && make -s -C "$work/$m" >/dev/null ||
 		die "$m: build failed"
 	node "$here/pb2raw.js" "$gen/$m/test_data_set_0" "$work/$m.raw"
 	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
-	: >"$work/o1"; : >"$work/o2"; : >"$work/r1"; : >"$work/r2"
-	where=$(placement)
+	: >"$work/o1"; : >"$work/o2"; : >"$work/r1"; : >"$work/r2"; : >"$work/tags"
 	i=0
 	while [ "$i" -lt "$repeats" ]; do
+		before=$(placement)
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m/model" "$n" 2 "$gen/$m/test_data_set_0" >>"$work/o2"
 		ort "$gen/$m/model.onnx" "$work/$m.raw" "$n" 1 >>"$work/r1"
 		ort "$gen/$m/model.onnx" "$work/$m.raw" "$n" 2 >>"$work/r2"
+		tag "$before"
 		i=$((i + 1))
 	done
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); r1=$(median <"$work/r1"); r2=$(median <"$work/r2")
 	so=$(speedup "$work/o1" "$work/o2"); sr=$(speedup "$work/r1" "$work/r2"); q=$(speedup "$work/r2" "$work/o2")
-	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v r1="$r1" -v r2="$r2" -v so="$so" -v sr="$sr" -v q="$q" -v w="$where, $(placement)" 'BEGIN {
-		printf "| %s | %.4g | %.4g | %.2fx | %.4g | %.4g | %.2fx | %.2f | %s |\n", m, o1, o2, so, r1, r2, sr, q, w}'
+	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v r1="$r1" -v r2="$r2" -v so="$so" -v sr="$sr" -v q="$q" \
+	    -v w="$(placements)" -v no="$(near_speedup "$work/o1" "$work/o2")" \
+	    -v nr="$(near_speedup "$work/r1" "$work/r2")" 'BEGIN {
+		printf "| %s | %.4g | %.4g | %.2fx | %.4g | %.4g | %.2fx | %.2f | %s | %s | %s |\n", m, o1, o2, so, r1, r2, sr, q, w, no, nr}'
 done
 if [ -n "$tp" ]; then
 	echo
-	echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | placement before, after: read / write-over |"
-	echo "|-------|------:|------:|-----:|-----|"
+	echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | rounds' placement | speedup, near rounds |"
+	echo "|-------|------:|------:|-----:|-----|-----:|"
 fi
 for m in $tp; do
 	b=$(batch "$m")
@@ -114,16 +128,18 @@ for m in $tp; do
 		die "$m: tp=2 build failed"
 	"$work/$m-tp2/model" --check "$gen/$m/test_data_set_0" --atol 1e-4 >/dev/null || die "$m: tp=2 fails --check"
 	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
-	: >"$work/o1"; : >"$work/o2"
-	where=$(placement)
+	: >"$work/o1"; : >"$work/o2"; : >"$work/tags"
 	i=0
 	while [ "$i" -lt "$repeats" ]; do
+		before=$(placement)
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m-tp2/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o2"
+		tag "$before"
 		i=$((i + 1))
 	done
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); so=$(speedup "$work/o1" "$work/o2")
-	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v so="$so" -v w="$where, $(placement)" 'BEGIN {printf "| %s | %.4g | %.4g | %.2fx | %s |\n", m, o1, o2, so, w}'
+	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v so="$so" -v w="$(placements)" \
+	    -v no="$(near_speedup "$work/o1" "$work/o2")" 'BEGIN {printf "| %s | %.4g | %.4g | %.2fx | %s | %s |\n", m, o1, o2, so, w, no}'
 done
 echo
 echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(getconf _NPROCESSORS_ONLN) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); load average at end: $(cut -d ' ' -f 1-3 /proc/loadavg); $repeats rounds"
