@@ -157,12 +157,11 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir, bool blob)
 	fputs("\nCC = cc\nCFLAGS = -O2 -g\n", f);
 	if (in_build_tree(o->tapc_exe)) {
 		fputs("# the runtime of the build tree tapc ran from\n", f);
-		fprintf(f, "TAPRT_CFLAGS = -I%s/runtime %s\n", TAPC_SRCDIR, TAPC_SAN_FLAGS);
-		fprintf(f, "TAPRT_LIBS = %s/runtime/.libs/libtaprt.a %s %s -lpthread -lm %s\n", TAPC_BUILDDIR,
-		    TAPC_RUNTIME_LIBS, TAPC_MPI_LIBS, TAPC_SAN_FLAGS);
-		fprintf(f, "TAPRT_HEADERS = %s/runtime/taprt.h %s/runtime/taprt_ops.def\n", TAPC_SRCDIR,
-		    TAPC_SRCDIR);
+		fprintf(f, "TAPRT_INCLUDEDIR = %s/runtime\n", TAPC_SRCDIR);
+		fprintf(f, "TAPRT_CFLAGS = -I$(TAPRT_INCLUDEDIR) %s\n", TAPC_SAN_FLAGS);
 		fprintf(f, "TAPRT_LIB = %s/runtime/.libs/libtaprt.a\n", TAPC_BUILDDIR);
+		fprintf(f, "TAPRT_LIBS = $(TAPRT_LIB) %s %s -lpthread -lm %s\n", TAPC_RUNTIME_LIBS,
+		    TAPC_MPI_LIBS, TAPC_SAN_FLAGS);
 	} else {
 		fputs("# the runtime installed beside this tapc\n", f);
 		/* make before 4.4 does not export variables to $(shell) */
@@ -171,10 +170,10 @@ emit_makefile(Graph *g, const EmitOptions *o, const char *dir, bool blob)
 		fputs("TAPRT_CFLAGS := $(shell $(PKG_CONFIG) --cflags taprt)\n", f);
 		fputs("TAPRT_LIBS := $(shell $(PKG_CONFIG) --libs taprt)\n", f);
 		fputs("TAPRT_INCLUDEDIR := $(shell $(PKG_CONFIG) --variable=includedir taprt)\n", f);
-		fputs("TAPRT_HEADERS := $(wildcard $(TAPRT_INCLUDEDIR)/taprt.h $(TAPRT_INCLUDEDIR)/taprt_ops.def)\n", f);
 		fputs("TAPRT_LIBDIR := $(shell $(PKG_CONFIG) --variable=libdir taprt)\n", f);
 		fputs("TAPRT_LIB := $(wildcard $(TAPRT_LIBDIR)/libtaprt.so $(TAPRT_LIBDIR)/libtaprt.a)\n", f);
 	}
+	fputs("TAPRT_HEADERS := $(wildcard $(TAPRT_INCLUDEDIR)/taprt.h $(TAPRT_INCLUDEDIR)/taprt_ops.def)\n", f);
 	/* a rebuilt or reinstalled runtime relinks the program, a changed
 	 * header recompiles it */
 	fputs("\n$(PROGRAM): $(OBJS) $(TAPRT_LIB)\n\t$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(TAPRT_LIBS)\n\n", f);

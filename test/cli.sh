@@ -293,7 +293,7 @@ check "... builds Makefile.bin, not a second Makefile" has "$tmp/mkprog/Makefile
 # the program depends on the runtime it links: rebuilt, it links again
 lib=$(dirname "$TAPC")/runtime/.libs/libtaprt.a
 mklib=$(sed -n 's/^TAPRT_LIB = //p' "$tmp/mkprog/Makefile")
-mkhdr=$(sed -n 's/^TAPRT_HEADERS = \([^ ]*\) .*/\1/p' "$tmp/mkprog/Makefile")
+mkhdr=$(sed -n 's/^TAPRT_INCLUDEDIR = //p' "$tmp/mkprog/Makefile")/taprt.h
 check "... its Makefile names the build's libtaprt.a" test "$mklib" -ef "$lib"
 check "... and the source tree's taprt.h" test "$mkhdr" -ef "$srcdir/runtime/taprt.h"
 if make -s -C "$tmp/mkprog" >"$tmp/log" 2>&1; then
