@@ -80,9 +80,10 @@ xcore() {
 # placement -> n (near: the other core's data read at under 2x one's own)
 # or f (far), from 200 rounds of xcore.c (about 0.1 s)
 placement() { "$work/xcore" 200 | awk '{print $4 < 2 ? "n" : "f"}'; }
-# tag BEFORE: append the round's tag to $work/tags: n or f when the
-# placement after it is BEFORE's, c when it changed
-tag() { a=$(placement); if [ "$a" = "$1" ]; then echo "$1"; else echo c; fi >>"$work/tags"; }
+# tag: append the round's tag to $work/tags: n or f when the placement
+# after it is $before, the one read before it, c when it changed; the
+# reading after is the next round's before
+tag() { a=$(placement); if [ "$a" = "$before" ]; then echo "$a"; else echo c; fi >>"$work/tags"; before=$a; }
 # placements -> "near N, far F, changed C" from $work/tags
 placements() { awk '{c[$1]++} END {printf "near %d, far %d, changed %d", c["n"], c["f"], c["c"]}' "$work/tags"; }
 xstart=$(xcore)
@@ -100,13 +101,13 @@ for m in $big; do
 	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
 	: >"$work/o1"; : >"$work/o2"; : >"$work/r1"; : >"$work/r2"; : >"$work/tags"
 	i=0
+	before=$(placement)
 	while [ "$i" -lt "$repeats" ]; do
-		before=$(placement)
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m/model" "$n" 2 "$gen/$m/test_data_set_0" >>"$work/o2"
 		ort "$gen/$m/model.onnx" "$work/$m.raw" "$n" 1 >>"$work/r1"
 		ort "$gen/$m/model.onnx" "$work/$m.raw" "$n" 2 >>"$work/r2"
-		tag "$before"
+		tag
 		i=$((i + 1))
 	done
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); r1=$(median <"$work/r1"); r2=$(median <"$work/r2")
@@ -130,11 +131,11 @@ for m in $tp; do
 	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
 	: >"$work/o1"; : >"$work/o2"; : >"$work/tags"
 	i=0
+	before=$(placement)
 	while [ "$i" -lt "$repeats" ]; do
-		before=$(placement)
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m-tp2/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o2"
-		tag "$before"
+		tag
 		i=$((i + 1))
 	done
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); so=$(speedup "$work/o1" "$work/o2")
