@@ -19,7 +19,7 @@ using namespace llvm;
 static cl::OptionCategory Cat("tapc options");
 
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<model.onnx | file.ir>"), cl::cat(Cat));
-static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or file (-emit=ir|plan; default stdout)"),
+static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or file (the other -emit kinds; default or -: stdout)"),
     cl::value_desc("path"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node, alike (default 1x1; -cluster for any cluster)"),
     cl::value_desc("RxC"), cl::init(""), cl::cat(Cat));
@@ -39,7 +39,7 @@ static cl::opt<bool> PrintAfterAll("print-after-all", cl::desc("Print the IR to 
 static cl::opt<std::string> StopAfter("stop-after", cl::desc("Stop the pipeline after this pass and emit"),
     cl::value_desc("pass"), cl::init(""), cl::cat(Cat));
 static cl::opt<bool> TimePasses("time-passes", cl::desc("Print a table of per-pass times to stderr"), cl::cat(Cat));
-static cl::opt<bool> NoFuse("O0", cl::desc("Plan only: the default pipeline without the kernel fusion passes"),
+static cl::opt<bool> NoFuse("O0", cl::desc("The default pipeline without the kernel fusion passes: the plan, and a program of unfused kernels"),
     cl::cat(Cat));
 static cl::opt<bool> VerifyEach("verify-each", cl::desc("Run the verifier after every pass"), cl::cat(Cat));
 static cl::opt<std::string> IRDumpDir("ir-dump-dir", cl::desc("Write the IR after each pass to DIR/NN-pass.ir"),
@@ -60,7 +60,7 @@ static cl::opt<int> Microbatches("microbatches", cl::desc("Force the micro-batch
     cl::value_desc("M"), cl::init(0), cl::cat(Cat));
 static cl::opt<std::string> Cluster("cluster", cl::desc("Plan for the cluster FILE describes (JSON: kinds of nodes, their devices' FLOP/s, memory and links; docs/planner.md)"),
     cl::value_desc("file"), cl::init(""), cl::cat(Cat));
-static cl::opt<std::string> Cost("cost", cl::desc("The -mesh's devices: flops, bw_intra, bw_inter, latency, memory; and objective=train|infer (docs/planner.md)"),
+static cl::opt<std::string> Cost("cost", cl::desc("The -mesh's devices: flops, bw_intra, bw_inter, latency, memory, op_latency, mem_bw; and objective=train|infer (docs/planner.md)"),
     cl::value_desc("key=value,..."), cl::init(""), cl::cat(Cat));
 static cl::opt<bool> Train("train", cl::desc("Compile a training program: loss, backward pass, optimizer step (docs/training.md)"),
     cl::cat(Cat));
@@ -177,5 +177,16 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->dim = dim_v.data();
 	o->ninput_shape = (int)shape_v.size();
 	o->input_shape = shape_v.data();
+	const struct {
+		const cl::Option &opt;
+		unsigned bit;
+	} given[] = {{Batch, CL_GIVEN_BATCH}, {MaxModelSize, CL_GIVEN_MAX_MODEL_SIZE},
+		{DP, CL_GIVEN_DP}, {TP, CL_GIVEN_TP}, {PP, CL_GIVEN_PP},
+		{Microbatches, CL_GIVEN_MICROBATCHES}, {AnnealSteps, CL_GIVEN_ANNEAL_STEPS},
+		{WeightDecay, CL_GIVEN_WEIGHT_DECAY}, {MeshOpt, CL_GIVEN_MESH}};
+	o->given = 0;
+	for (const auto &g : given)
+		if (g.opt.getNumOccurrences() > 0)
+			o->given |= g.bit;
 	return true;
 }

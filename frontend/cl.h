@@ -59,7 +59,23 @@ typedef struct {
 	const char *const *dim;         /* -dim NAME=N, as given */
 	int ninput_shape;
 	const char *const *input_shape; /* -input-shape NAME=AxBxC, as given */
+	unsigned given;                 /* CL_GIVEN_*: which of the options whose default
+					 * is a "not given" value the user gave */
 } TapcOptions;
+
+/* The options whose default (0, or < 0) stands for "not given": the user's
+ * own 0 or negative value is an error, which only this tells apart. */
+enum {
+	CL_GIVEN_BATCH = 1 << 0,
+	CL_GIVEN_MAX_MODEL_SIZE = 1 << 1,
+	CL_GIVEN_DP = 1 << 2,
+	CL_GIVEN_TP = 1 << 3,
+	CL_GIVEN_PP = 1 << 4,
+	CL_GIVEN_MICROBATCHES = 1 << 5,
+	CL_GIVEN_ANNEAL_STEPS = 1 << 6,
+	CL_GIVEN_WEIGHT_DECAY = 1 << 7,
+	CL_GIVEN_MESH = 1 << 8,         /* "" is not given; -mesh= is an error */
+};
 
 #ifdef __cplusplus
 extern "C" {

@@ -511,8 +511,9 @@ main(int argc, char **argv)
 	    pass_check_pipeline(o.print_after, "-print-after") &
 	    pass_check_pipeline(o.stop_after, "-stop-after");
 	Mesh mesh = {1, 1};
-	if (*o.mesh && !parse_mesh(o.mesh, &mesh)) {
-		diag_error("-mesh=%s: expected ROWSxCOLS with positive sizes, e.g. 2x8", o.mesh);
+	if ((*o.mesh || (o.given & CL_GIVEN_MESH)) && !parse_mesh(o.mesh, &mesh)) {
+		diag_error("-mesh=%s: expected ROWSxCOLS with positive sizes, e.g. 2x8, at most %d "
+		    "devices in all", o.mesh, IR_MAX_DEVICES);
 		ok = false;
 	}
 	if (strcmp(o.search, "auto") == 0)
@@ -525,7 +526,7 @@ main(int argc, char **argv)
 		diag_error("-search=%s: expected auto, exhaustive or anneal", o.search);
 		ok = false;
 	}
-	if (o.anneal_steps < 0 || o.anneal_steps > 100000000) {
+	if ((o.given & CL_GIVEN_ANNEAL_STEPS) && (o.anneal_steps < 1 || o.anneal_steps > 100000000)) {
 		diag_error("-anneal-steps=%d: expected 1 to 100000000", o.anneal_steps);
 		ok = false;
 	}
@@ -534,8 +535,8 @@ main(int argc, char **argv)
 	const char *bad;
 	if (!ir_cost_parse(&cost, o.cost, &bad)) {
 		diag_error("-cost: '%s': expected KEY=VALUE with KEY one of flops, bw_intra, bw_inter, "
-		    "latency, memory, op_latency, mem_bw (positive numbers) or objective=train|infer",
-		    bad);
+		    "latency, memory, op_latency, mem_bw (numbers > 0; latency, op_latency and mem_bw "
+		    "may be 0) or objective=train|infer", bad);
 		ok = false;
 	}
 	Cluster cluster;
@@ -556,11 +557,15 @@ main(int argc, char **argv)
 			ok = false;
 		}
 	}
-	if (o.dp < 0 || o.tp < 0 || o.pp < 0 || o.microbatches < 0) {
-		diag_error("-dp=%d -tp=%d -pp=%d -microbatches=%d: degrees and micro-batches are "
-		    "positive counts", o.dp, o.tp, o.pp, o.microbatches);
-		ok = false;
-	}
+	const struct { const char *name; int v; unsigned bit; } forcing[] = {
+		{"dp", o.dp, CL_GIVEN_DP}, {"tp", o.tp, CL_GIVEN_TP}, {"pp", o.pp, CL_GIVEN_PP},
+		{"microbatches", o.microbatches, CL_GIVEN_MICROBATCHES}};
+	for (size_t i = 0; i < sizeof forcing / sizeof *forcing; i++)
+		if ((o.given & forcing[i].bit) && forcing[i].v < 1) {
+			diag_error("-%s=%d: expected a positive count (leave it out to have it searched)",
+			    forcing[i].name, forcing[i].v);
+			ok = false;
+		}
 	int64_t forced = (int64_t)(o.dp > 0 ? o.dp : 1) * (o.tp > 0 ? o.tp : 1) * (o.pp > 0 ? o.pp : 1);
 	if (ok && forced > IR_MAX_DEVICES) {
 		diag_error("-dp=%d -tp=%d -pp=%d: %lld ranks, over tapc's limit of %d", o.dp, o.tp, o.pp,
@@ -591,7 +596,8 @@ main(int argc, char **argv)
 		ok = false;
 	}
 	if (!(o.lr > 0 && o.lr < 1e6) || !(o.momentum >= 0 && o.momentum < 1) ||
-	    !(o.weight_decay < 0 || (o.weight_decay >= 0 && o.weight_decay < 1e6)) ||
+	    !((!(o.given & CL_GIVEN_WEIGHT_DECAY) && o.weight_decay < 0) ||
+	    (o.weight_decay >= 0 && o.weight_decay < 1e6)) ||
 	    !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
 	    !(o.eps > 0 && o.eps < 1)) {
 		diag_error("-lr=%g -momentum=%g -weight-decay=%g -beta1=%g -beta2=%g -eps=%g: expected "
@@ -638,7 +644,7 @@ main(int argc, char **argv)
 		diag_error("-emit=%s: expected c, ir, plan, schedule or search", o.emit);
 		ok = false;
 	}
-	if (strcmp(o.emit, "c") == 0 && !*o.output) {
+	if (strcmp(o.emit, "c") == 0 && (!*o.output || strcmp(o.output, "-") == 0)) {
 		diag_error("-emit=c writes a directory: give it with -o DIR (or use -emit=ir)");
 		ok = false;
 	}
@@ -646,8 +652,13 @@ main(int argc, char **argv)
 		diag_error("-MD/-MF need an output file or directory (-o)");
 		ok = false;
 	}
-	if (o.batch < 0) {
+	if ((o.given & CL_GIVEN_BATCH) && o.batch < 1) {
 		diag_error("-batch=%lld: expected a positive batch size", (long long)o.batch);
+		ok = false;
+	}
+	if ((o.given & CL_GIVEN_MAX_MODEL_SIZE) && o.max_model_size < 1) {
+		diag_error("-max-model-size=%lld: expected a positive number of bytes",
+		    (long long)o.max_model_size);
 		ok = false;
 	}
 	if (!*o.input) {

@@ -43,6 +43,9 @@
  * environment's TAPRT_PAR_MIN replaces it in taprt_main. */
 int64_t taprt_par_min = TAPRT_PAR_MIN;
 
+/* --threads' bound: libgomp crashes creating a team of 100,000 */
+#define TAPRT_MAX_THREADS 1024
+
 typedef struct {
 	const char *check, *inputs, *outputs, *backend, *model;
 	long bench, warmup;
@@ -96,7 +99,8 @@ usage(FILE *f, const char *argv0)
 	    "  --backend=B      threads (default: one process, a thread per rank),\n"
 	    "                   mpi (a process per rank: mpirun -np RANKS or srun) or nccl;\n"
 	    "                   built into this runtime: %s\n"
-	    "  --threads N      BLAS threads per rank (default 1)\n"
+	    "  --threads N      each rank's team of threads for its kernels, GEMMs and\n"
+	    "                   oneDNN (OpenMP; 1 to %d, default 1)\n"
 	    "  --model FILE     the model file, if it moved since compiling\n"
 	    "training programs (tapc -train):\n"
 	    "  --train N        run N training steps on --data DIR's batch, print each loss\n"
@@ -106,7 +110,7 @@ usage(FILE *f, const char *argv0)
 	    "  --memory-report  after the run, print each rank's peak of activations, measured:\n"
 	    "                   the highest arena byte the run wrote (the arena is filled with\n"
 	    "                   a pattern first), beside the memory plan's size\n",
-	    argv0, taprt_backends_built());
+	    argv0, taprt_backends_built(), TAPRT_MAX_THREADS);
 }
 
 static double
@@ -585,9 +589,13 @@ parse_options(int argc, char **argv, Options *o)
 			}
 			*(key[2] == 'r' ? &o->rtol : &o->atol) = d;
 		} else {
-			long n = strtol(v, &end, 10);
-			if (*end || errno || n < 0 || n > INT_MAX) {
-				fprintf(stderr, "%s: %s=%s: expected a count\n", argv[0], key, v);
+			/* --warmup may be 0; a run of 0 steps or a team of 0 threads is no run */
+			bool warmup = !strcmp(key, "--warmup"), threads = !strcmp(key, "--threads");
+			long n = strtol(v, &end, 10), lo = warmup ? 0 : 1;
+			long hi = threads ? TAPRT_MAX_THREADS : INT_MAX;
+			if (*end || errno || n < lo || n > hi) {
+				fprintf(stderr, "%s: %s=%s: expected a count from %ld to %ld\n", argv[0],
+				    key, v, lo, hi);
 				return 2;
 			}
 			if (!strcmp(key, "--bench")) o->bench = n;

@@ -77,7 +77,9 @@ taprt_map_files(const taprt_program *p, const char *model_dir, char *err, size_t
 		int fd = open_beneath(dfd, p->files[i]);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s/%s: %s", model_dir, p->files[i],
+			size_t dl = strlen(model_dir); /* --model's directory keeps its slash */
+			snprintf(err, errlen, "%s%s%s: %s", model_dir,
+			    dl && model_dir[dl - 1] == '/' ? "" : "/", p->files[i],
 			    fd < 0 ? strerror(errno) : "not a regular file");
 			if (fd >= 0)
 				close(fd);

@@ -224,6 +224,18 @@ check "-ir-dump-dir: one per pass plus input" sh -c "[ \$(ls '$tmp/dumps' | wc -
 expect 0 "-batch=3" "$TAPC" $gpt -batch=3 -emit=ir -o "$tmp/b3.ir"
 check "-batch=3 reaches the logits" has "$tmp/b3.ir" "f32\[3,16,128\]"
 expect 1 "-batch=-2" "$TAPC" $gpt -batch=-2
+# an option whose default means "not given" (0, or < 0) refuses the user's own 0
+for bad in -batch=0 -max-model-size=0 -max-model-size=-3 -dp=0 -tp=0 -pp=0 -microbatches=0 \
+    -anneal-steps=0 -mesh=; do
+	expect 1 "$bad" "$TAPC" $mlp $bad -emit=ir
+	check "... names it alone" sh -c "[ \$(wc -l < '$tmp/err') = 1 ] && grep -q -- '$bad' '$tmp/err'"
+done
+expect 1 "-train -weight-decay=-5" "$TAPC" $mlp -train -weight-decay=-5 -emit=ir
+check "... weight decay >= 0" has "$tmp/err" "weight decay >= 0"
+expect 1 "-mesh=65536x2: past the device limit" "$TAPC" $mlp -mesh=65536x2 -emit=ir
+check "... says the limit" has "$tmp/err" "at most 65536 devices"
+expect 1 "-o - with -emit=c" "$TAPC" $mlp -o -
+check "... no directory named -" test ! -e ./-
 
 # a failed run leaves nothing behind, and never a half-written file
 mkdir "$tmp/outdir"
@@ -306,6 +318,21 @@ if make -s -C "$tmp/mkprog" >"$tmp/log" 2>&1; then
 else
 	fail "... make"; head -5 "$tmp/log"
 fi
+# the program's own command line (docs/usage.md, "The program")
+prog=$tmp/mkprog/Makefile.bin
+data=test/e2e/mlp/test_data_set_0
+expect 0 "the program: --check" "$prog" --check $data
+expect 0 "... --threads 2" "$prog" --threads 2 --check $data
+expect 0 "... --warmup 0" "$prog" --bench 1 --warmup 0 --inputs $data
+for bad in "--threads 0" "--threads 1025" "--bench 0" "--bench abc" "--train 0" "--atol -1" \
+    "--frobnicate"; do
+	expect 2 "... $bad" "$prog" $bad --inputs $data
+	check "... one line" sh -c "[ \$(wc -l < '$tmp/err') = 1 ]"
+done
+expect 0 "... --help" "$prog" --help
+check "... --threads is the rank's team" has "$tmp/out" "1 to 1024"
+expect 1 "... --model naming a missing file" "$prog" --model /nonexistent.onnx --check $data
+check "... named as given" sh -c "grep -q ': /nonexistent.onnx: ' '$tmp/err' && ! grep -q '//' '$tmp/err'"
 cp test/e2e/mlp/model.onnx "$tmp/-x.onnx"
 expect 0 "a model named -x.onnx" "$TAPC" "$tmp/-x.onnx" -o "$tmp/dashprog"
 check "... builds _x" has "$tmp/dashprog/Makefile" "^PROGRAM = _x$"
