@@ -608,10 +608,22 @@ dplan_get(const geom *g, dplan *d)
 	d->plane = g->st[1] == 1 ? d->hp * d->wp : 4 * d->hq * d->wq;
 }
 
+/*
+ * A convolution of one depth slice into one: the 2-D kernels' case.  A 3-D
+ * Conv of depth 1 and kernel depth 1 is not one when the depth pads add
+ * output slices (torch's Conv3d((1, 3, 3), padding=1): pads of 1 give an
+ * output of depth 3, two of them the bias alone) or shift the one there is.
+ */
+static bool
+planar(const geom *g)
+{
+	return g->in[0] == 1 && g->k[0] == 1 && g->out[0] == 1 && g->pb[0] == 0;
+}
+
 static bool
 direct_ok(const geom *g)
 {
-	return g->in[0] == 1 && g->k[0] == 1 && g->dil[1] == 1 && g->dil[2] == 1 &&
+	return planar(g) && g->dil[1] == 1 && g->dil[2] == 1 &&
 	    (g->st[1] == 1 || g->st[1] == 2) && g->st[2] == g->st[1];
 }
 
@@ -1037,7 +1049,7 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	int64_t KK = g->k[0] * g->k[1] * g->k[2], P = g->osz;
 	bool epi = bias || z || act->kind != TAPRT_ACT_NONE;
 	/* depthwise 2-D: on blocks of 16 or 8 channels (conv_dw.c) */
-	if (Cg == 1 && Mg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
+	if (Cg == 1 && Mg == 1 && planar(g) && KK > 1) {
 		taprt_conv2d c2 = conv2d_of(g, N, C, M);
 		int rc = taprt_conv_dw_f32(x, w, bias, z, y, &c2, act, NULL);
 		if (rc)
@@ -1087,7 +1099,7 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 	bool small = direct_ok(g) && KK > 1 && KK <= 64 &&
 	    Cg * d.plane <= (Mg <= 32 ? 1 << 18 : 65536) &&
 	    (Cg == 1 || Cg * KK <= 160 || Mg * Cg * KK * P <= 300000);
-	if (G == 1 && g->in[0] == 1 && g->k[0] == 1 &&
+	if (G == 1 && planar(g) &&
 	    ((KK > 1 && C >= 16 && M >= 16) || (!small && M * C * KK * P * N >= (int64_t)1 << 21))) {
 		taprt_conv2d c2 = conv2d_of(g, N, C, M);
 		/* on an AVX2 CPU, whose oneDNN has no Winograd, tapc's own for 3x3
@@ -1131,7 +1143,7 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 		}
 		return failed ? -1 : 0;
 	}
-	if (Cg == 1 && g->in[0] == 1 && g->k[0] == 1 && KK > 1) {
+	if (Cg == 1 && planar(g) && KK > 1) {
 		for (int64_t b = 0; b < N; b++)
 			for (int64_t m = 0; m < M; m++) {
 				float *yp = y + (b * M + m) * P;
@@ -1528,7 +1540,7 @@ taps(const geom *g, int d, int64_t o, int64_t *start, int64_t *k0, int64_t *k1)
 static bool
 pool2d_simple(const geom *g)
 {
-	if (g->in[0] != 1 || g->k[0] != 1)
+	if (!planar(g))
 		return false;
 	for (int d = 1; d < 3; d++)
 		if (g->pb[d] || g->pe[d] || g->dil[d] != 1 ||
@@ -1605,7 +1617,7 @@ enum { MP_TAPS = 256, MP_T = 2048 };
 static bool
 maxpool2d_padded(const geom *g)
 {
-	if (g->in[0] != 1 || g->k[0] != 1 || g->k[2] > MP_TAPS)
+	if (!planar(g) || g->k[2] > MP_TAPS)
 		return false;
 	for (int d = 1; d < 3; d++)
 		if (g->pb[d] >= g->k[d] || g->dil[d] != 1 ||

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # extra_vision.py NODEDIR - tapc's own backend node tests for the vision operators (Resize,
-# Upsample, ConvTranspose, InstanceNormalization, DepthToSpace, SpaceToDepth): what the
-# official cases leave out.  Writes NODEDIR/test_tapc_<name>/model.onnx and
-# test_data_set_0/{input,output}_N.pb in the official layout; run by test/node/gen.sh.
+# Upsample, ConvTranspose, InstanceNormalization, DepthToSpace, SpaceToDepth; Conv and
+# AveragePool of one depth slice with depth pads): what the official cases leave out.
+# Writes NODEDIR/test_tapc_<name>/model.onnx and test_data_set_0/{input,output}_N.pb in the
+# official layout; run by test/node/gen.sh.
 #
 # The references never come from tapc:
 #   - Resize and Upsample: onnx 1.12's numpy reference (onnx.backend.test.case.node.resize:
@@ -12,9 +13,10 @@
 #     and is itself checked here against 1.12's functions wherever both apply.  Upsample and
 #     Resize-10 use asymmetric coordinates with floor (growing) or ceil (shrinking) nearest
 #     rounding, as onnxruntime does: the spec of those opsets does not say.
-#   - ConvTranspose and InstanceNormalization: torch.nn.functional (conv_transpose1d/2d/3d,
-#     instance_norm); pads torch cannot express (asymmetric, auto_pad, output_shape) cut or
-#     extend torch's unpadded result at the pads the ONNX spec derives.
+#   - ConvTranspose, InstanceNormalization and the 3-D Conv and AveragePool: torch.nn.functional
+#     (conv_transpose1d/2d/3d, instance_norm, conv3d, avg_pool3d on explicitly padded
+#     input); pads torch cannot express (asymmetric, auto_pad, output_shape) cut or extend
+#     torch's unpadded result at the pads the ONNX spec derives.
 #   - DepthToSpace and SpaceToDepth: the spec's reshape/transpose definitions in numpy.
 # Deterministic (fixed seeds); every model is a few kilobytes.  Needs /usr/bin/python3 with
 # python3-onnx, numpy and torch.
@@ -494,6 +496,41 @@ def convtranspose_cases():
     convt_case("2d_opset1", [1, 2, 3, 3], [2, 2, 2, 2], strides=[2, 2], opset=1)
 
 
+# ------------------------------------------------------- 3-D, one depth slice in
+
+def planar3d_cases():
+    """Conv and AveragePool of depth-1 input with kernel depth 1 where the
+    depth pads add output slices or shift the one there is (torch's
+    Conv3d((1, 3, 3), padding=1)): the 2-D kernels must not take them.
+    Reference: torch on the input padded explicitly (zeros)."""
+    def padded(x, pads):
+        nd = len(pads) // 2
+        t = []
+        for d in reversed(range(nd)):
+            t += [pads[d], pads[nd + d]]
+        return F.pad(torch.from_numpy(x), t)
+
+    for name, c, m, group, strides, pads, bias in (
+            ("depthwise_pads", 8, 8, 8, [1, 1, 1], [1, 1, 1, 1, 1, 1], False),
+            ("dense_pads", 16, 16, 1, [1, 1, 1], [1, 1, 1, 1, 1, 1], True),
+            ("dense_begin_pad_stride2", 16, 16, 1, [2, 1, 1], [1, 1, 1, 0, 1, 1], True),
+            ("depthwise_end_pad", 8, 8, 8, [1, 2, 2], [0, 1, 0, 2, 1, 1], True)):
+        x, w = rand(1, c, 1, 6, 7), rand(m, c // group, 1, 3, 3)
+        b = rand(m)
+        y = F.conv3d(padded(x, pads), torch.from_numpy(w), torch.from_numpy(b) if bias else None,
+                     stride=strides, groups=group).numpy()
+        node = helper.make_node("Conv", ["X", "W"] + (["B"] if bias else []), ["Y"], group=group,
+                                kernel_shape=[1, 3, 3], strides=strides, pads=pads)
+        inits = [("W", w)] + ([("B", b)] if bias else [])
+        case("conv_3d_depth1_" + name, [node], [("X", x)], [("Y", y)], inits)
+    x = rand(1, 3, 1, 5, 6)
+    pads = [1, 1, 0, 1, 0, 1]
+    y = F.avg_pool3d(padded(x, pads), [1, 3, 2], stride=[1, 1, 2]).numpy()
+    node = helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[1, 3, 2], strides=[1, 1, 2],
+                            pads=pads, count_include_pad=1)
+    case("averagepool_3d_depth1_pads", [node], [("X", x)], [("Y", y)])
+
+
 # ------------------------------------------------------------------ the rest
 
 def instancenorm_cases():
@@ -549,6 +586,7 @@ def main():
     resize_cases()
     upsample_cases()
     convtranspose_cases()
+    planar3d_cases()
     instancenorm_cases()
     depth_space_cases()
     return 0
