@@ -96,6 +96,8 @@ give(FreeList *fl, int64_t off, int64_t size)
 
 /* Does t, a value node n computes its output from, die there: computed in
  * n's stage, read by n alone (once), neither t nor n's output a graph
+ * output, and t's bytes its own -- not a view's (Reshape, Squeeze, a
+ * zero Pad...), whose source may be read later, or be a graph input or
  * output? */
 static bool
 dies_at(const Graph *g, NodeId n, TensorId t)
@@ -105,6 +107,9 @@ dies_at(const Graph *g, NodeId n, TensorId t)
 	if (tt->kind != TK_VALUE || tt->producer == IR_NONE ||
 	    emit_stage(g, tt->producer) != emit_stage(g, n) || g->nusers[t] != 1 ||
 	    g->users[t][0] != n || ir_is_output(g, t) || ir_is_output(g, nd->out[0]))
+		return false;
+	Op pop = g->nodes[tt->producer].op;
+	if (ir_op_is_view(pop) || pop == OP_Pad) /* a Pad that is no view is a copy: lost only */
 		return false;
 	int reads = 0;
 	for (int i = 0; i < nd->nin; i++)

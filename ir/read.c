@@ -54,6 +54,7 @@ typedef struct {
 	TInfo *ti;                      /* per TensorId */
 	int capti;
 	Buf str, vals_buf, outs, ins;   /* scratch, reused line after line */
+	unsigned char *in_template;     /* bit per GraphNode id: in a template line read */
 	char found[48];
 } Reader;
 
@@ -946,7 +947,9 @@ parse_assign(Reader *r)
 }
 
 /* 'template 0 "/h.#" graphnodes=3 instances=2 [3,4,5] [6,7,8]': a shared
- * subgraph; it follows the node lines, so the GraphNodes are known. */
+ * subgraph; it follows the node lines.  A GraphNode no node line names is
+ * one a fusion emptied (all its nodes became another's fused node), as the
+ * printed graph had it; each is in one template at most. */
 static void
 parse_template(Reader *r)
 {
@@ -965,27 +968,20 @@ parse_template(Reader *r)
 	int ni = (int)parse_int(r, "instance count", 1, 1 << 20);
 	if ((int64_t)ng * ni > (1 << 24))
 		error(r, "template %d is too large", id);
-	int have = 0;
-	for (NodeId n = 0; n < g->nnodes; n++)
-		if (g->nodes[n].group >= have)
-			have = g->nodes[n].group + 1;
 	int *inst = ir_alloc(&g->arena, sizeof *inst * ng * ni);
-	/* from the arena: a parse error below longjmps out of this function */
-	bool *used = ir_alloc(&g->arena, (size_t)have + 1);
-	for (int t = 0; t < g->ntemplates; t++)
-		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
-			used[g->templates[t].inst[i]] = true;
+	if (!r->in_template && !(r->in_template = calloc(MAX_GROUPS / 8, 1)))
+		die("out of memory");
+	unsigned char *used = r->in_template;
 	for (int i = 0; i < ni; i++) {
 		skip_space(r);
 		expect(r, "[");
 		for (int k = 0; k < ng; k++) {
 			if (k)
 				expect(r, ",");
-			int gn = (int)parse_int(r, "GraphNode", 0, 1 << 20);
-			if (gn >= have || used[gn])
-				error(r, gn >= have ? "GraphNode %d does not exist" :
-				    "GraphNode %d is in two templates", gn);
-			used[gn] = true;
+			int gn = (int)parse_int(r, "GraphNode", 0, MAX_GROUPS - 1);
+			if (used[gn / 8] & 1 << gn % 8)
+				error(r, "GraphNode %d is in two templates", gn);
+			used[gn / 8] |= (unsigned char)(1 << gn % 8);
 			inst[i * ng + k] = gn;
 		}
 		expect(r, "]");
@@ -1116,8 +1112,9 @@ parse_header(Reader *r)
 		    "and pp= together");
 }
 
-/* GraphNodes from the nodes' gn= annotations; the printer keeps only the
- * membership, so names are empty and there are no templates. */
+/* GraphNodes from the nodes' gn= annotations and the templates (which may
+ * name GraphNodes no node is in); the printer keeps only the membership, so
+ * names are empty. */
 static void
 rebuild_groups(Graph *g)
 {
@@ -1125,6 +1122,10 @@ rebuild_groups(Graph *g)
 	for (NodeId n = 0; n < g->nnodes; n++)
 		if (g->nodes[n].group >= ng)
 			ng = g->nodes[n].group + 1;
+	for (int t = 0; t < g->ntemplates; t++)
+		for (int i = 0; i < g->templates[t].ngroups * g->templates[t].ninstances; i++)
+			if (g->templates[t].inst[i] >= ng)
+				ng = g->templates[t].inst[i] + 1;
 	if (!ng)
 		return;
 	g->ngroups = ng;
@@ -1249,6 +1250,7 @@ ir_parse(const char *text, size_t len, const char *path)
 	free(r->vals_buf.p);
 	free(r->outs.p);
 	free(r->ins.p);
+	free(r->in_template);
 	free(r);
 	return g;
 }

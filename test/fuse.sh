@@ -95,7 +95,7 @@ compare bigconvs "$tmp/gen/bigconvs/model.onnx" "$tmp/gen/bigconvs/data"
 expect bigconvs "$tmp/bigconvs.ir" FusedConv 4
 unfused_env= tol=
 compare se "$tmp/gen/se/model.onnx" "$tmp/gen/se/data"
-expect se "$tmp/se.ir" FusedSqueezeExcite 4
+expect se "$tmp/se.ir" FusedSqueezeExcite 5
 expect se "$tmp/se.ir" GlobalAveragePool 1
 # the kernel's team from the smallest work up: on 2 and 3 threads the
 # first two blocks' 55x61 planes split by bands of pixels, the others by

@@ -23,7 +23,8 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
              20 channels (row blocks of 8 and a tail, dot tails), 2 images;
              the first block on 55x61 planes (3355 pixels: split by bands
              of pixels on 2 and 3 threads, none of equal size), the others
-             on 28x31
+             on 28x31; one block on a Reshape view whose source a second
+             view reads after it (not in place)
     mbconv   1x1 + depthwise pairs for fuse-dw: 1x1+BN+HardSwish into a
              3x3/s1 depthwise+BN+Relu (40 channels: blocks of 16 and a
              tail of 8), a 1x1 without activation into 5x5/s2+HardSigmoid,
@@ -151,6 +152,12 @@ def se(d):
     x = g.op('Add', [block(x, 20, 12, (None, None), bias1=False, swap=True), x])  # x read after
     x = wide(x)
     x = block(x, 20, 5, ('Relu', 'Sigmoid'))                    # not fused
+    # a block on a view (Reshape) of r, which a second view reads after it:
+    # not in place, or the block's product overwrites r
+    r = g.op('Relu', [g.op('Reshape', [x, g.w(np.array([2, 20, 868], np.int64))])])
+    shape = g.w(np.array([2, 20, 28, 31], np.int64))
+    x = g.op('Add', [block(g.op('Reshape', [r, shape]), 20, 5, ('Relu', 'HardSigmoid')),
+                     g.op('Reshape', [r, shape])])
     g.save(os.path.join(d, 'model.onnx'),
            [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2, 8, 55, 61])],
            [helper.make_tensor_value_info(x, TensorProto.FLOAT, [2, 20, 28, 31])], 14)
