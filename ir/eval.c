@@ -29,12 +29,14 @@ is_float(DType t)
 	return t == DT_F32 || t == DT_F64;
 }
 
+/* The dtypes the two domains hold exactly: not uint64, whose values from
+ * 2^63 up int64 cannot hold (they are left to run time). */
 static bool
 is_number(DType t)
 {
 	switch (t) {
 	case DT_F32: case DT_F64: case DT_I8: case DT_U8: case DT_I16: case DT_U16:
-	case DT_I32: case DT_U32: case DT_I64: case DT_U64: case DT_BOOL:
+	case DT_I32: case DT_U32: case DT_I64: case DT_BOOL:
 		return true;
 	default:
 		return false;
@@ -55,6 +57,24 @@ to_int(double v)
 }
 
 static double get_f(DType t, const void *p, int64_t i);
+
+/* Does integer type t hold v's integer part? */
+static bool
+int_holds(DType t, double v)
+{
+	double lo, hi; /* the range as open bounds, exact in a double */
+	switch (t) {
+	case DT_I8: lo = -129, hi = 128; break;
+	case DT_U8: lo = -1, hi = 256; break;
+	case DT_I16: lo = -32769, hi = 32768; break;
+	case DT_U16: lo = -1, hi = 65536; break;
+	case DT_I32: lo = -0x1p31 - 1, hi = 0x1p31; break;
+	case DT_U32: lo = -1, hi = 0x1p32; break;
+	case DT_I64: return v >= -0x1p63 && v < 0x1p63;
+	default: return false;
+	}
+	return v > lo && v < hi;
+}
 
 static int64_t
 get_i(DType t, const void *p, int64_t i)
@@ -249,8 +269,8 @@ arith_f(Op op, const double *a, int na, bool cmod, double *r)
 	case OP_Identity: case OP_Dropout: *r = a[0]; break;
 	case OP_Neg: *r = -a[0]; break;
 	case OP_Abs: *r = fabs(a[0]); break;
-	case OP_Sign: *r = (a[0] > 0) - (a[0] < 0); break;
-	case OP_Relu: *r = a[0] > 0 ? a[0] : 0; break;
+	case OP_Sign: *r = a[0] > 0 ? 1 : a[0] < 0 ? -1 : a[0]; break; /* NaN stays */
+	case OP_Relu: *r = a[0] < 0 ? 0 : a[0]; break;
 	case OP_Exp: *r = exp(a[0]); break;
 	case OP_Log: *r = log(a[0]); break;
 	case OP_Sqrt: *r = sqrt(a[0]); break;
@@ -280,8 +300,8 @@ arith_f(Op op, const double *a, int na, bool cmod, double *r)
 		*r = a[0];
 		for (int k = 1; k < na; k++) {
 			s += a[k];
-			if (op == OP_Max ? a[k] > *r : a[k] < *r)
-				*r = a[k];
+			if (a[k] != a[k] || (op == OP_Max ? a[k] > *r : a[k] < *r))
+				*r = a[k];      /* a NaN stays, as the kernels keep it */
 		}
 		if (op == OP_Sum || op == OP_Mean)
 			*r = op == OP_Sum ? s : s / na;
@@ -313,6 +333,13 @@ eval_elementwise(Graph *g, NodeId n, const void **v, Tensor *o, void *ov)
 			if (t[k]->dims[j] != 1 && t[k]->dims[j] != o->dims[j + o->rank - t[k]->rank])
 				return false;
 	}
+	/* an integer Pow with a float exponent, and a float32 Sum or Mean of
+	 * more than two inputs (rounded after each addition at run time, once
+	 * here), are the run-time kernels' */
+	if (nd->op == OP_Pow && is_float(t[0]->dtype) != is_float(t[1]->dtype))
+		return false;
+	if ((nd->op == OP_Sum || nd->op == OP_Mean) && cdt == DT_F32 && nd->nin > 2)
+		return false;
 	bool cmod = ir_attr_int(g, n, "fmod", 0) != 0;
 	int64_t c[IR_MAX_RANK], total = ir_numel(o);
 	for (int64_t i = 0; i < total; i++) {
@@ -363,7 +390,8 @@ eval_reduce(Graph *g, NodeId n, const void **v, Tensor *o, void *ov)
 	int64_t on = ir_numel(o), xn = ir_numel(x);
 	double *acc = ir_alloc(&g->arena, sizeof *acc * (on + 1));
 	bool *seen = ir_alloc(&g->arena, on + 1);
-	/* doubles hold the small integers of shape arithmetic exactly */
+	/* doubles hold the small integers of shape arithmetic exactly (larger
+	 * integers are left to run time, below) */
 	for (int64_t i = 0; i < xn; i++) {
 		unravel(x, i, c);
 		for (int k = 0; k < x->rank; k++)
@@ -378,10 +406,13 @@ eval_reduce(Graph *g, NodeId n, const void **v, Tensor *o, void *ov)
 		case OP_ReduceSum: case OP_ReduceMean: *r += e; break;
 		case OP_ReduceSumSquare: *r += e * e; break;
 		case OP_ReduceProd: *r = seen[j] ? *r * e : e; break;
-		case OP_ReduceMax: *r = !seen[j] || e > *r ? e : *r; break;
-		case OP_ReduceMin: *r = !seen[j] || e < *r ? e : *r; break;
+		case OP_ReduceMax: *r = !seen[j] || e != e || e > *r ? e : *r; break; /* NaN stays */
+		case OP_ReduceMin: *r = !seen[j] || e != e || e < *r ? e : *r; break;
 		default: return false;
 		}
+		/* an integer past 2^53 is no longer exact in a double */
+		if (!is_float(x->dtype) && !(fabs(*r) < 0x1p53 && fabs(e) < 0x1p53))
+			return false;
 		seen[j] = true;
 	}
 	for (int64_t j = 0; j < on; j++) {
@@ -726,10 +757,17 @@ ir_eval_node(Graph *g, NodeId n)
 		if (!is_number(st) || !is_number(o->dtype) || ir_numel(x) != ir_numel(o))
 			return false;
 		for (int64_t i = 0; i < ir_numel(o); i++)
-			if (is_float(st))
-				put_f(o->dtype, ov[0], i, get_f(st, v[0], i));
-			else
+			if (is_float(st)) {
+				double f = get_f(st, v[0], i);
+				/* NaN, an infinity or a value the integer type cannot
+				 * hold: the spec leaves it open, so the run-time
+				 * kernel's answer, not a second one from here */
+				if (!is_float(o->dtype) && o->dtype != DT_BOOL && !int_holds(o->dtype, f))
+					return false;
+				put_f(o->dtype, ov[0], i, f);
+			} else {
 				put_i(o->dtype, ov[0], i, get_i(st, v[0], i));
+			}
 		break;
 	}
 	case OP_Identity: case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:

@@ -49,7 +49,7 @@ static inline float
 act1(float v, const taprt_act *a)
 {
 	switch (a->kind) {
-	case TAPRT_ACT_RELU: return v > 0 ? v : 0;
+	case TAPRT_ACT_RELU: return v < 0 ? 0 : v;
 	case TAPRT_ACT_CLIP: return v < a->a ? a->a : v > a->b ? a->b : v;
 	case TAPRT_ACT_HARDSIGMOID: return clamp01(a->a * v + a->b);
 	case TAPRT_ACT_HARDSWISH: return v * clamp01(v * (1.0f / 6) + 0.5f);

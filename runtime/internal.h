@@ -40,6 +40,9 @@ taprt_output(const taprt_node *n, int i)
 	return i < n->nout ? n->out[i] : NULL;
 }
 
+/* An IEEE half's value (k_elementwise.c's, Cast's own). */
+float taprt_half_to_float(uint16_t h);
+
 /* A kernel met a dtype it does not implement. */
 static inline void
 taprt_bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)

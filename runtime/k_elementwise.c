@@ -18,6 +18,7 @@
  *
  * f16/bf16 are supported by Cast, Identity, Dropout and Where only.
  */
+#include <float.h>
 #include <stdbool.h>
 #include <string.h>
 #include <tgmath.h>
@@ -150,7 +151,7 @@ void
 taprt_op_Relu(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	SIGNED_TYPES(MAP_CASE, v > 0 ? v : 0)
+	SIGNED_TYPES(MAP_CASE, v < 0 ? 0 : v)   /* NaN stays NaN */
 	UINT_TYPES(MAP_CASE, v)
 	default:
 		break;
@@ -280,7 +281,9 @@ taprt_op_Dropout(taprt_ctx *cx, const taprt_node *n)
 			lo = *(const T *)tlo->data;                          \
 		if (thi)                                                     \
 			hi = *(const T *)thi->data;                          \
-		MAP(T, v < lo ? lo : v > hi ? hi : v)                        \
+		if (lo > hi) /* min(max(v, lo), hi): every v is hi */        \
+			lo = hi;                                             \
+		MAP(T, v < lo ? lo : v > hi ? hi : v) /* NaN stays NaN */    \
 	}
 
 void
@@ -289,8 +292,8 @@ taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 	const taprt_tensor *tlo = n->opset >= 11 ? taprt_input(n, 1) : NULL;
 	const taprt_tensor *thi = n->opset >= 11 ? taprt_input(n, 2) : NULL;
 	switch (n->in[0]->dtype) {
-	CLIP_CASE(TAPRT_F32, float, -INFINITY, INFINITY)
-	CLIP_CASE(TAPRT_F64, double, -INFINITY, INFINITY)
+	CLIP_CASE(TAPRT_F32, float, -FLT_MAX, FLT_MAX) /* the spec's lowest() and max() */
+	CLIP_CASE(TAPRT_F64, double, -DBL_MAX, DBL_MAX)
 	CLIP_CASE(TAPRT_I8, int8_t, INT8_MIN, INT8_MAX)
 	CLIP_CASE(TAPRT_I16, int16_t, INT16_MIN, INT16_MAX)
 	CLIP_CASE(TAPRT_I32, int32_t, INT32_MIN, INT32_MAX)
@@ -309,8 +312,8 @@ taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 
 /* IEEE half <-> float, round to nearest even; bf16 keeps the high half of
  * a float (truncation, as ONNX 1.12's reference does). */
-static float
-half_to_float(uint16_t h)
+float
+taprt_half_to_float(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
 	uint32_t bits;
@@ -368,7 +371,7 @@ ld_f(const void *p, int dt, int64_t i)
 {
 	switch (dt) {
 	ALL_TYPES(LD_CASE, _)
-	case TAPRT_F16: return half_to_float(((const uint16_t *)p)[i]);
+	case TAPRT_F16: return taprt_half_to_float(((const uint16_t *)p)[i]);
 	case TAPRT_BF16: {
 		uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
 		float f;

@@ -17,6 +17,7 @@
  * ConvTranspose is the adjoint: one gemm W^T @ X per image and group into
  * the scratch buffer, then col2im adds each product into its output pixel.
  */
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -515,6 +516,8 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 	if (!strcmp(s, #NAME)) {                                          \
 		*a = (taprt_act){TAPRT_ACT_##KIND, p && p->n > 0 ? p->fs[0] : D0, \
 			p && p->n > 1 ? p->fs[1] : D1};                   \
+		if (a->kind == TAPRT_ACT_CLIP && a->a > a->b)             \
+			a->a = a->b; /* Clip's min above its max: all max */ \
 		return 0;                                                 \
 	}
 #include "runtime/taprt_acts.def"
@@ -529,7 +532,7 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 #define ACT_SWITCH(a, EPI)                                                \
 	const float lo = (a)->a, hi = (a)->b;                             \
 	switch ((a)->kind) {                                              \
-	case TAPRT_ACT_RELU: EPI(v > 0 ? v : 0)                           \
+	case TAPRT_ACT_RELU: EPI(v < 0 ? 0 : v)                           \
 	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)           \
 	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))             \
 	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v * (1.0f / 6) + 0.5f)) \

@@ -125,7 +125,8 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 /*
  * A typed reduction.  Outputs start at the op's identity; each row folds
  * in (FOLD(acc, v) combines, SQ squares for SumSquare).  Float rows of a
- * sum go through sum_f32.
+ * sum go through sum_f32.  Max and Min keep a NaN (numpy's, onnx's
+ * reference; the elementwise Max and Min do too).
  */
 #define REDUCE_T(D, T, ...)                                                  \
 	static void                                                          \
@@ -162,11 +163,11 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 					break;                               \
 				case R_MAX:                                  \
 					for (int64_t i = 0; i < len; i++)    \
-						a = x[i] > a ? x[i] : a;     \
+						a = x[i] > a || x[i] != x[i] ? x[i] : a; \
 					break;                               \
 				case R_MIN:                                  \
 					for (int64_t i = 0; i < len; i++)    \
-						a = x[i] < a ? x[i] : a;     \
+						a = x[i] < a || x[i] != x[i] ? x[i] : a; \
 					break;                               \
 				}                                            \
 				*yr = a;                                     \
@@ -186,11 +187,11 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 					break;                               \
 				case R_MAX:                                  \
 					for (int64_t i = 0; i < len; i++)    \
-						yr[i] = x[i] > yr[i] ? x[i] : yr[i]; \
+						yr[i] = x[i] > yr[i] || x[i] != x[i] ? x[i] : yr[i]; \
 					break;                               \
 				case R_MIN:                                  \
 					for (int64_t i = 0; i < len; i++)    \
-						yr[i] = x[i] < yr[i] ? x[i] : yr[i]; \
+						yr[i] = x[i] < yr[i] || x[i] != x[i] ? x[i] : yr[i]; \
 					break;                               \
 				}                                            \
 			}                                                    \
@@ -216,13 +217,16 @@ reduce(taprt_ctx *cx, const taprt_node *n, int op, const char *name)
 		taprt_fail(cx, "node '%s' (%s): %d axes for rank %d", n->name, name, na, rank);
 		return;
 	}
-	if (na <= 0 && taprt_attr_int(n, "noop_with_empty_axes", 0)) {
+	/* no axes and noop_with_empty_axes: the input, squared for SumSquare
+	 * (onnx's reference), which the walk below does over no reduced axis */
+	bool noop = na <= 0 && taprt_attr_int(n, "noop_with_empty_axes", 0);
+	if (noop && op != R_SUMSQ) {
 		if (X->numel)
 			memcpy(Y->data, X->data, (size_t)X->numel * taprt_dtype_size(X->dtype));
 		return;
 	}
 	for (int i = 0; i < rank; i++)
-		red[i] = na <= 0;
+		red[i] = na <= 0 && !noop;
 	for (int i = 0; i < na; i++) {
 		int a = taprt_axis(axes[i], rank);
 		if (a < 0 || a >= rank) {

@@ -493,11 +493,32 @@ elem(int dtype, const void *p, int64_t i)
 	case TAPRT_U16: return ((const uint16_t *)p)[i];
 	case TAPRT_I8: return ((const int8_t *)p)[i];
 	case TAPRT_U8: case TAPRT_BOOL: return ((const uint8_t *)p)[i];
+	case TAPRT_F16: return taprt_half_to_float(((const uint16_t *)p)[i]);
+	case TAPRT_BF16: { /* the high half of a float */
+		uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+		float f;
+		memcpy(&f, &b, 4);
+		return f;
+	}
 	default: return NAN;
 	}
 }
 
-/* numpy.allclose per element: |got - want| <= atol + rtol * |want|; NaN matches NaN. */
+/* Element i of integer tensor p, as its bits in 64 (exact where a double is not). */
+static uint64_t
+elem_bits(int dtype, const void *p, int64_t i)
+{
+	switch (dtype) {
+	case TAPRT_I64: case TAPRT_U64: return ((const uint64_t *)p)[i];
+	case TAPRT_U32: return ((const uint32_t *)p)[i];
+	case TAPRT_U16: return ((const uint16_t *)p)[i];
+	case TAPRT_U8: case TAPRT_BOOL: return ((const uint8_t *)p)[i];
+	default: return (uint64_t)(int64_t)elem(dtype, p, i); /* i8 to i32: exact */
+	}
+}
+
+/* numpy.allclose per element: |got - want| <= atol + rtol * |want|; NaN matches NaN.
+ * Integers and booleans must be equal. */
 static bool
 compare(const char *name, int k, const taprt_io *io, const void *got, const taprt_pb *want,
     const Options *o)
@@ -505,8 +526,19 @@ compare(const char *name, int k, const taprt_io *io, const void *got, const tapr
 	int64_t n = io_numel(io);
 	double maxabs = 0, maxrel = 0;
 	int64_t bad = 0;
+	bool exact = io->dtype != TAPRT_F32 && io->dtype != TAPRT_F64 && io->dtype != TAPRT_F16 &&
+	    io->dtype != TAPRT_BF16;
 	for (int64_t i = 0; i < n; i++) {
 		double g = elem(io->dtype, got, i), w = elem(io->dtype, want->data, i);
+		if (exact && elem_bits(io->dtype, got, i) != elem_bits(io->dtype, want->data, i)) {
+			double d = g == w ? 1 : fabs(g - w); /* apart, though not as doubles */
+			maxabs = d > maxabs ? d : maxabs;
+			maxrel = INFINITY;
+			bad++;
+			continue;
+		}
+		if (exact)
+			continue;
 		if (isnan(g) && isnan(w))
 			continue;
 		if (isinf(w) && g == w)

@@ -39,13 +39,15 @@ NAME(VF *p, const taprt_act *a)                                                 
 	const VF zero = {0}, one = 1.0f - zero;                                   \
 	VF v = *p, t;                                                             \
 	switch (a->kind) {                                                        \
-	case TAPRT_ACT_RELU:                                                      \
-		*p = TAPRT_VMAX_(VF, VI, v, zero);                                \
+	case TAPRT_ACT_RELU: /* v < 0 ? 0 : v: NaN stays NaN */                \
+		*p = (VF)((VI)v & ~(v < zero));                                   \
 		break;                                                            \
-	case TAPRT_ACT_CLIP: {                                                    \
+	case TAPRT_ACT_CLIP: { /* v < lo ? lo : v > hi ? hi : v */                \
 		const VF lo = a->a - zero, hi = a->b - zero;                      \
-		t = TAPRT_VMAX_(VF, VI, v, lo);                                   \
-		*p = TAPRT_VMIN_(VF, VI, t, hi);                                  \
+		VI m = v < lo;                                                    \
+		t = (VF)(((VI)lo & m) | ((VI)v & ~m));                            \
+		m = t > hi;                                                       \
+		*p = (VF)(((VI)hi & m) | ((VI)t & ~m));                           \
 		break;                                                            \
 	}                                                                         \
 	case TAPRT_ACT_HARDSIGMOID:                                               \

@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+# extra_edges.py OUTDIR - tapc's own node tests for edge values of the elementwise and
+# reduction operators, written to OUTDIR/test_tapc_<name>/ in the layout of the official
+# cases (model.onnx, test_data_set_0/input_N.pb and output_N.pb).
+#
+# What the official cases leave out: NaN through Relu, Clip, ReduceMax and ReduceMin (it
+# stays NaN, as numpy and onnx's reference keep it); Clip with its min above its max (every
+# value becomes max: min(max(x, lo), hi)) on f32 and i32, and its default bounds, which are
+# the type's lowest() and max() and so clip infinities; ReduceSumSquare with
+# noop_with_empty_axes (the input squared); and the same Clip and Relu fused into a
+# convolution's epilogue (1x1, depthwise and direct kernels), where each kernel has its own
+# copy of the activation.
+#
+# References are independent of tapc: numpy from the operator spec, torch's conv2d for the
+# fused cases.  The folded cases compute the same from Constant nodes, so that tapc evaluates
+# them at compile time (ir/eval.c), and add a run-time zero (x * 0) so the graph has an
+# input: NaN through Relu, Sign, Max and Min; an integer Pow with float exponents; an int64
+# ReduceSum past 2^53; a float32 Sum of three (rounded after each addition, as the kernel and
+# onnxruntime do); uint64 values from 2^63 up.  Needs Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.
+# Deterministic: fixed seeds.  Called by test/node/gen.sh.
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import helper, numpy_helper
+
+RNG = np.random.default_rng(20261129)
+F32 = np.float32
+NAN, INF = np.float32(np.nan), np.float32(np.inf)
+
+
+def tensor_type(a):
+    return onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype]
+
+
+def write(outdir, name, nodes, inputs, outputs, inits=(), opset=13, check=True):
+    """inputs, outputs and inits are [(name, array)]; check=False for what onnx 1.12's
+    checker predates (opset 18)."""
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, tensor_type(a), a.shape) for n, a in inputs],
+        [helper.make_tensor_value_info(n, tensor_type(a), a.shape) for n, a in outputs],
+        initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="tapc-extra-edges")
+    model.ir_version = 8
+    if check:
+        onnx.checker.check_model(model)
+    d = os.path.join(outdir, "test_tapc_" + name, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(outdir, "test_tapc_" + name, "model.onnx"))
+    for kind, lst in (("input", inputs), ("output", outputs)):
+        for i, (n, a) in enumerate(lst):
+            with open(os.path.join(d, "%s_%d.pb" % (kind, i)), "wb") as f:
+                f.write(numpy_helper.from_array(a, n).SerializeToString())
+
+
+def clip(x, lo, hi):
+    return np.minimum(np.maximum(x, lo), hi)      # the spec's order; NaN stays NaN
+
+
+def elementwise(out):
+    x = np.array([[-2, -0.5, NAN, 0, 0.25, 3, -INF, INF]], F32)
+    write(out, "relu_nan", [helper.make_node("Relu", ["x"], ["y"])], [("x", x)],
+          [("y", np.maximum(x, F32(0)))])
+    lo, hi = np.array(0.5, F32), np.array(-0.5, F32)
+    write(out, "clip_min_above_max", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+          [("x", x)], [("y", clip(x, lo, hi))], [("lo", lo), ("hi", hi)])
+    xi = np.array([-7, -1, 0, 2, 9], np.int32)
+    loi, hii = np.array(3, np.int32), np.array(1, np.int32)
+    write(out, "clip_min_above_max_i32", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+          [("x", xi)], [("y", clip(xi, loi, hii))], [("lo", loi), ("hi", hii)])
+    big = np.finfo(F32).max
+    write(out, "clip_default_bounds", [helper.make_node("Clip", ["x", "", "hi"], ["y"])],
+          [("x", x)], [("y", clip(x, -big, np.array(1, F32)))], [("hi", np.array(1, F32))])
+    write(out, "clip_opset6_default_max", [helper.make_node("Clip", ["x"], ["y"], min=-1.0)],
+          [("x", x)], [("y", clip(x, F32(-1), big))], opset=6)
+
+
+def reductions(out):
+    x = RNG.standard_normal((3, 4, 5)).astype(F32)
+    x[0, 1, 2] = NAN
+    x[2, 0, 4] = NAN
+    x[1, 3, 0] = NAN
+    for op, fn in (("ReduceMax", np.max), ("ReduceMin", np.min)):
+        for axes in ([1], [2], [0, 2]):
+            name = "%s_nan_axes_%s" % (op.lower(), "_".join(map(str, axes)))
+            write(out, name, [helper.make_node(op, ["x"], ["y"], axes=axes, keepdims=0)],
+                  [("x", x)], [("y", fn(x, axis=tuple(axes)))])
+    xs = RNG.standard_normal((2, 3)).astype(F32)
+    write(out, "reducesumsquare_noop_empty_axes",
+          [helper.make_node("ReduceSumSquare", ["x"], ["y"], noop_with_empty_axes=1)],
+          [("x", xs)], [("y", np.square(xs))], opset=18, check=False)
+
+
+def fused(out):
+    """Conv + Clip (min above max) and Conv + Relu on NaN: FusedConv's epilogues."""
+    for name, c, m, k, group in (("1x1", 8, 16, 1, 1), ("depthwise", 16, 16, 3, 16),
+                                 ("direct", 4, 8, 3, 1)):
+        x = RNG.standard_normal((1, c, 9, 10)).astype(F32)
+        x[0, 0, 4, 5] = NAN
+        w = RNG.standard_normal((m, c // group, k, k)).astype(F32)
+        b = RNG.standard_normal(m).astype(F32)
+        pad = k // 2
+        conv = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                        padding=pad, groups=group).numpy()
+        lo, hi = np.array(0.25, F32), np.array(-0.25, F32)
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
+                                  pads=[pad] * 4, group=group),
+                 helper.make_node("Clip", ["c", "lo", "hi"], ["y"]),
+                 helper.make_node("Conv", ["x", "w", "b"], ["c2"], kernel_shape=[k, k],
+                                  pads=[pad] * 4, group=group),
+                 helper.make_node("Relu", ["c2"], ["z"])]
+        write(out, "conv_%s_clip_min_above_max_relu_nan" % name, nodes, [("x", x)],
+              [("y", clip(conv, lo, hi)), ("z", np.maximum(conv, F32(0)))],
+              [("w", w), ("b", b), ("lo", lo), ("hi", hi)])
+
+
+def folded(out):
+    """Each case: (name, nodes computing "f" from constants, constants, reference)."""
+    nanv = np.array([-1.5, NAN, 2, -0.0], F32)
+    other = np.array([NAN, 1, 3, -2], F32)
+    base, expo = np.array([9, 2, 16, 4], np.int64), np.array([0.5, 1.5, 0.25, 2.5], F32)
+    big = np.array([[2 ** 53, 1, 1], [-(2 ** 53), -1, 5]], np.int64)
+    s1, s2, s3 = (np.array(v, F32) for v in ([1e8, 1], [1, 1e8], [-1e8, -1e8]))
+    u1 = np.array([2 ** 63 + 5, 10, 2 ** 64 - 1], np.uint64)
+    u2 = np.array([3, 2 ** 63 + 1, 2], np.uint64)
+    mk = helper.make_node
+    cases = [
+        ("relu_nan", [mk("Relu", ["a"], ["f"])], [("a", nanv)], np.maximum(nanv, F32(0))),
+        ("sign_nan", [mk("Sign", ["a"], ["f"])], [("a", nanv)], np.sign(nanv)),
+        ("max_nan", [mk("Max", ["a", "b"], ["f"])], [("a", nanv), ("b", other)],
+         np.maximum(nanv, other)),
+        ("min_nan", [mk("Min", ["b", "a"], ["f"])], [("a", nanv), ("b", other)],
+         np.minimum(other, nanv)),
+        ("pow_int_base_float_exponent", [mk("Pow", ["a", "b"], ["f"])],
+         [("a", base), ("b", expo)], (base.astype(np.float64) ** expo).astype(np.int64)),
+        ("reducesum_i64_past_2_53", [mk("ReduceSum", ["a", "ax"], ["f"], keepdims=0)],
+         [("a", big), ("ax", np.array([1], np.int64))], big.sum(axis=1)),
+        ("sum3_f32", [mk("Sum", ["a", "b", "c"], ["f"])], [("a", s1), ("b", s2), ("c", s3)],
+         (s1 + s2) + s3),
+        ("max_u64", [mk("Max", ["a", "b"], ["f"])], [("a", u1), ("b", u2)], np.maximum(u1, u2)),
+        ("div_u64", [mk("Div", ["a", "b"], ["f"])], [("a", u1), ("b", u2)], u1 // u2),
+    ]
+    for name, nodes, consts, ref in cases:
+        x = np.zeros(ref.shape, ref.dtype)
+        zero = np.zeros((), ref.dtype)
+        # Constant nodes: tapc reads those (float initializers are weights, never read)
+        nodes = [mk("Constant", [], [n], value=numpy_helper.from_array(a, n)) for n, a in consts] \
+            + nodes + [mk("Mul", ["x", "zero"], ["xz"]), mk("Add", ["f", "xz"], ["y"])]
+        write(out, "folded_" + name, nodes, [("x", x)], [("y", ref)], [("zero", zero)])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: extra_edges.py OUTDIR\n")
+        return 2
+    out = sys.argv[1]
+    elementwise(out)
+    reductions(out)
+    fused(out)
+    folded(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
