@@ -1739,6 +1739,17 @@ infer_norm(Graph *g, NodeId n)
 			diag_node(g, n, "input %d is %s, which does not broadcast to %s", i, ts(t), ss(&tail));
 			return false;
 		}
+		/* the kernels read Scale and B as the tail's last elements
+		 * repeated: leading 1s, then the tail's own last dims */
+		int lead = 0;
+		while (lead < st.rank && st.d[lead] == 1)
+			lead++;
+		for (int k = lead; k < st.rank; k++)
+			if (st.d[k] != tail.d[tail.rank - st.rank + k]) {
+				diag_node(g, n, "input %d is %s: broadcasting inside the normalized dims %s "
+				    "is not supported (only leading 1s)", i, ts(t), ss(&tail));
+				return false;
+			}
 	}
 	Shape m = s;
 	for (int i = axis; i < m.rank; i++)

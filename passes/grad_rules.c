@@ -280,9 +280,9 @@ grad_div(GradCtx *c, NodeId n, const TensorId *dy)
 }
 
 /*
- * y = a^b.  da = dy * b * a^(b-1); with b a constant scalar the
- * constants b and b-1 are folded (b = 2, the decomposed LayerNorm's
- * square, is dy * 2a).  db = dy * y * log(a), 0 where a = 0 and b >= 0
+ * y = a^b.  da = dy * b * a^(b-1), 0 where b = 0 (torch's pow_backward);
+ * with b a constant scalar the constants b and b-1 are folded (b = 2, the
+ * decomposed LayerNorm's square, is dy * 2a).  db = dy * y * log(a), 0 where a = 0 and b >= 0
  * (torch's pow_backward_exponent).
  */
 static TensorId
@@ -300,6 +300,8 @@ pow_base_grad(GradCtx *c, NodeId n, TensorId dy)
 		    tb->dtype == DT_I64 ? (double)*(const int64_t *)v : NAN;
 		if (e == 1)
 			return dy;
+		if (e == 0) /* not 0^-1 * 0 = NaN at a = 0: torch's zeros */
+			return grad_op2(c, OP_Mul, dy, grad_num(c, a, 0));
 		if (e == 2)
 			return grad_op2(c, OP_Mul, grad_op2(c, OP_Mul, dy, a), grad_num(c, a, 2));
 		if (!isnan(e)) {
@@ -309,7 +311,10 @@ pow_base_grad(GradCtx *c, NodeId n, TensorId dy)
 	}
 	TensorId bf = grad_cast(c, b, dt);
 	TensorId p = grad_op2(c, OP_Pow, a, grad_op2(c, OP_Sub, bf, grad_num(c, a, 1)));
-	return grad_op2(c, OP_Mul, dy, grad_op2(c, OP_Mul, p, bf));
+	/* 0 where b = 0, as torch (b a^(b-1) is 0 * inf = NaN at a = 0) */
+	TensorId d = grad_op3(c, OP_Where, grad_op2(c, OP_Equal, bf, grad_num(c, a, 0)),
+	    grad_num(c, a, 0), grad_op2(c, OP_Mul, p, bf));
+	return grad_op2(c, OP_Mul, dy, d);
 }
 
 bool

@@ -246,6 +246,14 @@ def cases_file():
     case("legacy_broadcast", make_model(legacy, opset=6),
          "node 'add' (Add): attribute 'broadcast' asks for the broadcasting of opsets before 7, "
          "which tapc does not support")
+    scale = helper.make_tensor("s", TensorProto.FLOAT, [4, 1], [1.0, 2.0, 3.0, 4.0])
+    ln = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln", axis=2)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4, 5])], initializer=[scale])
+    case("layernorm_scale_inner_broadcast", make_model(ln, opset=17),
+         "node 'ln' (LayerNormalization): input 1 is f32[4,1]: broadcasting inside the "
+         "normalized dims [4,5] is not supported (only leading 1s)")
 
     m = onnx.ModelProto()
     m.ir_version = 8

@@ -350,6 +350,22 @@ binary_ops(void)
 	    "%1 = const i64[] = [3]\n"
 	    "%2 = Pow %0, %1 : ?[?]\n"
 	    "output %2 \"y\"\n");
+	/* a base of exact zeros (w * 0) and an exponent of 0 there: b a^(b-1)
+	 * is 0 * inf = NaN; the gradient is 0, as torch's */
+	CASE("Pow, constant exponent 0 at base 0",
+	    "%0 = weight \"w\" f64[2,3]\n"
+	    "%1 = const f64[2,3] = [0.0,1.0,0.0,1.0,1.0,0.0]\n"
+	    "%2 = Mul %0, %1 : ?[?]\n"
+	    "%3 = const f64[] = [0.0]\n"
+	    "%4 = Pow %2, %3 : ?[?]\n"
+	    "output %4 \"y\"\n");
+	CASE("Pow, exponents with 0 at base 0",
+	    "%0 = weight \"w\" f64[2,3]\n"
+	    "%1 = const f64[2,3] = [0.0,1.0,0.0,1.0,0.0,0.0]\n"
+	    "%2 = Mul %0, %1 : ?[?]\n"
+	    "%3 = const f64[3] = [0.0,2.0,3.0]\n"
+	    "%4 = Pow %2, %3 : ?[?]\n"
+	    "output %4 \"y\"\n");
 	CASE_R("Pow, weight exponent", 0.5, 1.5,
 	    "%0 = weight \"a\" f64[2,3]\n"
 	    "%1 = weight \"b\" f64[3]\n"
