@@ -803,6 +803,15 @@ forward(An *a, NodeId n)
 				mixes(a, n, "it slices the batch's axis");
 				break;
 			}
+			/* a step other than 1 along it (-1 keeps the extent) reorders
+			 * the samples */
+			int64_t step = 1;
+			if (tin(a, n, 4) && !elem_value(a, n, 4, i, &step))
+				step = 0;
+			if (step != 1) {
+				mixes(a, n, "it steps along the batch's axis");
+				break;
+			}
 			int64_t end;
 			Tensor *et = tin(a, n, 2);
 			const Attr *ea = ir_attr(g, n, "ends");

@@ -1018,6 +1018,20 @@ test_batch_refusals(void)
 	ir_batch_plan_free(&p);
 	ir_free(g);
 
+	/* Slice along the batch with step -1 keeps its extent and reverses the
+	 * samples: a mixer; the same whole slice with step 1 is not */
+	for (int neg = 1; neg >= 0; neg--) {
+		g = mk();
+		x = BIN(g, 4, 5);
+		NodeId sl = NODE(g, Slice, 1, x, CI(g, neg ? -1 : 0), CI(g, neg ? -100 : 4), CI(g, 0),
+		    CI(g, neg ? -1 : 1));
+		bdone(g);
+		CU_ASSERT_TRUE_FATAL(ir_batch_plan(g, &p));
+		CU_ASSERT_EQUAL(p.mixer, neg ? sl : IR_NONE);
+		ir_batch_plan_free(&p);
+		ir_free(g);
+	}
+
 	/* the same weight with equal rows is a broadcast: it follows the batch */
 	g = mk();
 	x = BIN(g, 2, 4);
