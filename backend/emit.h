@@ -85,6 +85,14 @@ bool emit_is_view(Graph *g, NodeId n);
  * the weight and its state; FusedSqueezeExcite into x when x dies there):
  * i, else -1. */
 int emit_inplace(const Graph *g, NodeId n, int out);
+/* Is graph output t computed straight into its output buffer (a value this
+ * stage computes), rather than copied there (an input, a weight, a
+ * constant)? */
+static inline bool
+emit_into_output(const Graph *g, const MemPlan *mp, TensorId t)
+{
+	return mp->bound[t] && g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE;
+}
 void emit_memplan_free(MemPlan *mp);
 /* Every stage's plan (emit_nstages entries), computed once for the sources
  * and plan.json; freed with emit_memplans_free. */

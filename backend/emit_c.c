@@ -472,7 +472,7 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 		bool first = true;
 		for (int k = 0; k < i; k++)
 			first &= g->outputs[k] != t;
-		if (first && mp->bound[t] && g->tensors[t].kind == TK_VALUE)
+		if (first && emit_into_output(g, mp, t))
 			fprintf(f, "\tT[%d].data = (char *)cx->outputs[%d] + k * %lld;\n", e.num[t], i,
 			    (long long)ir_nbytes(&g->tensors[t]));
 	}
@@ -545,7 +545,7 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 				TensorId t = g->outputs[i];
 				if (emit_tensor_stage(g, t) != stage)
 					continue;
-				bool direct = mp->bound[t] && g->tensors[t].kind == TK_VALUE;
+				bool direct = emit_into_output(g, mp, t);
 				for (int q = 0; q < i && direct; q++)
 					direct = g->outputs[q] != t;
 				if (!direct)

@@ -486,10 +486,13 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		mp->bound[g->inputs[i]] = true;
 	for (int i = 0; i < g->noutputs; i++) {
 		TensorId t = g->outputs[i];
-		/* computed here: into the output buffer; else copied out by its owner */
+		/* computed here: into the output buffer; else copied out by its
+		 * owner (an input stays bound to its input buffer: a view of it
+		 * is bound there too) */
 		if (emit_tensor_stage(g, t) == stage) {
 			used[t] = true;
-			mp->bound[t] = g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE;
+			if (g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE)
+				mp->bound[t] = true;
 		}
 	}
 	/* views and in-place outputs: the bytes of the tensor they alias */

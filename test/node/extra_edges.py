@@ -16,8 +16,9 @@
 # them at compile time (ir/eval.c), and add a run-time zero (x * 0) so the graph has an
 # input: NaN through Relu, Sign, Max and Min; an integer Pow with float exponents; an int64
 # ReduceSum past 2^53; a float32 Sum of three (rounded after each addition, as the kernel and
-# onnxruntime do); uint64 values from 2^63 up.  Needs Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.
-# Deterministic: fixed seeds.  Called by test/node/gen.sh.
+# onnxruntime do); uint64 values from 2^63 up.  And a graph input that is also an output, read
+# through views (Unsqueeze, a zero Pad).  Needs Debian's /usr/bin/python3 with python3-onnx
+# (1.12), numpy and torch.  Deterministic: fixed seeds.  Called by test/node/gen.sh.
 import os
 import sys
 
@@ -154,6 +155,22 @@ def folded(out):
         write(out, "folded_" + name, nodes, [("x", x)], [("y", ref)], [("zero", zero)])
 
 
+def views(out):
+    """A graph input that is also a graph output, read through views (the
+    memory plan binds a view of an input where the input is): Unsqueeze twice
+    to an output, and a zero Pad into a MatMul."""
+    x = RNG.standard_normal((2, 16)).astype(F32)
+    mk = helper.make_node
+    axes = [("a0", np.array([0], np.int64)), ("a1", np.array([1], np.int64))]
+    write(out, "input_output_unsqueezed",
+          [mk("Unsqueeze", ["x", "a0"], ["v1"]), mk("Unsqueeze", ["v1", "a1"], ["v2"])],
+          [("x", x)], [("x", x), ("v2", x[None, None])], axes)
+    w = RNG.standard_normal((16, 3)).astype(F32)
+    write(out, "input_output_padded_matmul",
+          [mk("Pad", ["x", "p"], ["xp"]), mk("MatMul", ["xp", "w"], ["y"])],
+          [("x", x)], [("y", x @ w), ("x", x)], [("p", np.zeros(4, np.int64)), ("w", w)])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: extra_edges.py OUTDIR\n")
@@ -163,6 +180,7 @@ def main():
     reductions(out)
     fused(out)
     folded(out)
+    views(out)
     return 0
 
 
