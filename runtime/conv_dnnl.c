@@ -22,6 +22,16 @@
  * (cx->step > 0) reorders them again on every call, after the optimizer
  * changed them in place.  oneDNN's OpenMP threads
  * follow taprt_conv_threads (--threads).
+ *
+ * Where the rank's team splits a layer's planes by pixels
+ * (taprt_split_pixels: one image, at least 1024 output pixels a thread),
+ * each thread runs a primitive of its own over its band of output rows
+ * (bands_make, bands_run): its input rows into oneDNN's layout, the
+ * convolution and the result back with the epilogue, all on the rows its
+ * own core wrote in the layer before and in its own scratch, where the
+ * whole primitive split each of the three passes its own way and half of
+ * every tensor crossed between the cores (docs/runtime.md, "Threads and
+ * CPU features").  TAPRT_NO_BANDS=1 keeps the whole primitive.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,6 +54,26 @@ taprt_conv_threads(int n)
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 
+/*
+ * One thread's band of output rows, for a team that splits a layer by
+ * pixels (taprt_split_pixels): its own primitive over the input rows the
+ * band reads (the image's pads where the band reaches its edges, none
+ * inside), with the node's reordered weights or its own, and its source,
+ * result and scratchpad in the thread's own scratch.
+ */
+typedef struct Band {
+	int64_t oh0, oh1;               /* its output rows */
+	int64_t ih0;                    /* the first input row it reads */
+	dnnl_primitive_t prim, rsrc;    /* the convolution; the NCHW rows -> its layout */
+	dnnl_memory_t usrc, src, dst;   /* handles set per call */
+	dnnl_memory_t scr;              /* its scratchpad (likewise) */
+	dnnl_memory_t wei;              /* the node's reordered weights, or its own */
+	dnnl_primitive_t rwei;          /* OIHW -> its own weights; NULL: a copy */
+	bool own;                       /* wei is its own */
+	size_t src_bytes, dst_bytes, scr_bytes;
+	int dcb;                        /* as Prim's; never 0 */
+} Band;
+
 typedef struct Prim {
 	const void *key;                /* the node */
 	const float *w, *b;             /* its weights and bias */
@@ -60,6 +90,9 @@ typedef struct Prim {
 	int dcb;                        /* its result's channels a block, for dst_out:
 					 * 8 or 16 (nChw8c, nChw16c), M (NHWC);
 					 * 0: another layout, oneDNN's reorder */
+	int nband;                      /* bands made for a team of nband; 0: not
+					 * tried; -1: oneDNN declined them */
+	Band *band;
 	struct Prim *next;
 } Prim;
 
@@ -86,16 +119,23 @@ engine_init(void)
 	set_omp_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
 }
 
-/* The calling thread's stream (ranks are threads), and its OpenMP threads. */
+/* The calling thread's stream (ranks are threads; a team's threads). */
 static dnnl_stream_t
-stream(void)
+thread_stream(void)
 {
 	dnnl_stream_t s = pthread_getspecific(stream_key);
 	if (!s && engine && dnnl_stream_create(&s, engine, dnnl_stream_default_flags) == dnnl_success)
 		pthread_setspecific(stream_key, s);
+	return s;
+}
+
+/* The rank's stream, and its OpenMP threads. */
+static dnnl_stream_t
+stream(void)
+{
 	if (set_omp_threads)
 		set_omp_threads(conv_threads);
-	return s;
+	return thread_stream();
 }
 
 static size_t
@@ -140,7 +180,7 @@ reorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, dnnl_primitive
  * fallback is slower than the caller's own path).
  */
 static dnnl_primitive_desc_t
-conv_pd(const taprt_conv2d *c, bool bias)
+conv_pd(const taprt_conv2d *c, bool bias, const_dnnl_primitive_attr_t attr)
 {
 	dnnl_dims_t sd = {c->N, c->C, c->H, c->W}, wd = {c->M, c->C, c->KH, c->KW}, bd = {c->M};
 	dnnl_dims_t dd = {c->N, c->M, c->OH, c->OW}, st = {c->SH, c->SW}, dil = {c->DH - 1, c->DW - 1};
@@ -163,7 +203,7 @@ conv_pd(const taprt_conv2d *c, bool bias)
 		if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
 		    k ? dnnl_convolution_direct : dnnl_convolution_winograd, &smd, &wmd,
 		    bias ? &bmd : NULL, &dmd, st, dil, pl, pr) != dnnl_success ||
-		    dnnl_primitive_desc_create(&pd, &cd, NULL, engine, NULL) != dnnl_success)
+		    dnnl_primitive_desc_create(&pd, &cd, attr, engine, NULL) != dnnl_success)
 			continue;
 		const char *impl = NULL;
 		if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
@@ -172,6 +212,22 @@ conv_pd(const taprt_conv2d *c, bool bias)
 		dnnl_primitive_desc_destroy(pd);
 	}
 	return NULL;
+}
+
+/* The channels a block of a result of dims d in layout r, for dst_out: 8
+ * or 16 (nChw8c, nChw16c), M (NHWC, whole 8-channel runs in every pixel);
+ * 0 for any other layout. */
+static int
+dst_cb(const dnnl_memory_desc_t *r, const dnnl_dims_t d)
+{
+	static const dnnl_format_tag_t tags[3] = {dnnl_nChw8c, dnnl_nChw16c, dnnl_nhwc};
+	for (int i = 0; i < 3; i++) {
+		dnnl_memory_desc_t m;
+		if (dnnl_memory_desc_init_by_tag(&m, 4, d, dnnl_f32, tags[i]) == dnnl_success &&
+		    dnnl_memory_desc_equal(r, &m))
+			return i == 0 ? 8 : i == 1 ? 16 : d[1] % 8 == 0 ? (int)d[1] : 0;
+	}
+	return 0;
 }
 
 /* Copy the weights w into the kernel's layout. */
@@ -214,7 +270,7 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	dnnl_memory_desc_t usmd, udmd, uwmd, bmd;
 	dnnl_primitive_t rw = NULL;
 	dnnl_memory_t uw = NULL;
-	dnnl_primitive_desc_t pd = conv_pd(c, b != NULL);
+	dnnl_primitive_desc_t pd = conv_pd(c, b != NULL, NULL);
 	if (!pd)
 		goto fail;
 	const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -227,18 +283,7 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	CK(dnnl_primitive_create(&p->prim, pd));
 	CK(reorder(&usmd, qs, &p->rsrc));
 	CK(reorder(qd, &udmd, &p->rdst));
-	dnnl_memory_desc_t bmds[3];
-	CK(dnnl_memory_desc_init_by_tag(&bmds[0], 4, dd, dnnl_f32, dnnl_nChw8c));
-	CK(dnnl_memory_desc_init_by_tag(&bmds[1], 4, dd, dnnl_f32, dnnl_nChw16c));
-	CK(dnnl_memory_desc_init_by_tag(&bmds[2], 4, dd, dnnl_f32, dnnl_nhwc));
-	if (!p->rdst) /* the result lands in y as it is */
-		p->dcb = 0;
-	else if (dnnl_memory_desc_equal(qd, &bmds[0]))
-		p->dcb = 8;
-	else if (dnnl_memory_desc_equal(qd, &bmds[1]))
-		p->dcb = 16;
-	else if (dnnl_memory_desc_equal(qd, &bmds[2]) && c->M % 8 == 0)
-		p->dcb = (int)c->M; /* whole 8-channel runs in every pixel */
+	p->dcb = p->rdst ? dst_cb(qd, dd) : 0; /* 0: the result lands in y as it is */
 	CK(dnnl_memory_create(&p->usrc, &usmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->udst, &udmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->src, qs, engine, DNNL_MEMORY_NONE));
@@ -283,6 +328,125 @@ fail:
 	return NULL;
 }
 
+/* The program's weights into band bd's own layout (a node's Winograd
+ * weights depend on the tiles: a band has its own). */
+static int
+band_weights_in(Prim *p, Band *bd, dnnl_stream_t s)
+{
+	if (!bd->own)
+		return 0;
+	if (bd->rwei) {
+		dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, p->uwei}, {DNNL_ARG_TO, bd->wei}};
+		return dnnl_primitive_execute(bd->rwei, s, 2, ra) || dnnl_stream_wait(s) ? -1 : 0;
+	}
+	void *h;
+	if (dnnl_memory_get_data_handle(bd->wei, &h))
+		return -1;
+	const taprt_conv2d *c = &p->c;
+	memcpy(h, p->w, (size_t)(c->M * c->C * c->KH * c->KW) * sizeof(float)); /* OIHW */
+	return 0;
+}
+
+/*
+ * Bands of output rows for a team of T threads, one a thread, equal to
+ * within a row: each its own primitive over the input rows it reads (the image's
+ * pads only at the image's edges), oneDNN's choice of kernel and layouts
+ * for the band, with the node's reordered weights where the band's layout
+ * is theirs and a copy in its own otherwise (oneDNN's Winograd weights
+ * depend on the tiles; given the node's, it read them as its own: wrong
+ * results).  Each band has its own scratchpad, in the running thread's
+ * scratch, sized for the whole team (inside a parallel region oneDNN runs
+ * a primitive on the calling thread alone, but some kernels index their
+ * scratchpad by the thread's number in the team).  0 when made, -1 when
+ * oneDNN declined one (the node keeps the whole primitive).
+ */
+static int
+bands_make(Prim *p, int T)
+{
+	const taprt_conv2d *c = &p->c;
+	const dnnl_memory_desc_t *qw = NULL;
+	if (dnnl_memory_get_memory_desc(p->wei, &qw) || !(p->band = calloc(T, sizeof *p->band)))
+		return -1;
+	/* the scratchpad the caller's (the thread's scratch): oneDNN's own is
+	 * one for the process, and the team's threads run at once */
+	dnnl_primitive_attr_t attr;
+	if (dnnl_primitive_attr_create(&attr)) {
+		free(p->band);
+		p->band = NULL;
+		return -1;
+	}
+	int rc = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ? -1 : 0;
+	for (int t = 0; t < T && rc == 0; t++) {
+		Band *bd = &p->band[t];
+		bd->oh0 = c->OH * t / T;
+		bd->oh1 = c->OH * (t + 1) / T;
+		/* the input rows the band's windows cover, pads included */
+		int64_t r0 = bd->oh0 * c->SH - c->PT;
+		int64_t r1 = (bd->oh1 - 1) * c->SH - c->PT + (c->KH - 1) * c->DH + 1;
+		int64_t ih0 = r0 > 0 ? r0 : 0, ih1 = r1 < c->H ? r1 : c->H;
+		bd->ih0 = ih0;
+		taprt_conv2d bc = *c;
+		bc.H = ih1 - ih0;
+		bc.OH = bd->oh1 - bd->oh0;
+		bc.PT = ih0 - r0;
+		dnnl_primitive_desc_t pd = bd->oh1 > bd->oh0 && bc.H > 0 ?
+		    conv_pd(&bc, p->bias != NULL, attr) : NULL;
+		if (!pd) {
+			rc = -1;
+			break;
+		}
+		const dnnl_memory_desc_t *qbw = dnnl_primitive_desc_query_md(pd,
+		    dnnl_query_weights_md, 0), *quw = NULL;
+		bd->own = !dnnl_memory_desc_equal(qw, qbw);
+		bd->wei = p->wei;
+		if (bd->own && (dnnl_memory_get_memory_desc(p->uwei, &quw) ||
+		    dnnl_memory_create(&bd->wei, qbw, engine, DNNL_MEMORY_ALLOCATE) ||
+		    reorder(quw, qbw, &bd->rwei) || band_weights_in(p, bd, thread_stream()))) {
+			if (bd->wei == p->wei)
+				bd->wei = NULL;
+			rc = -1;
+		}
+		const dnnl_memory_desc_t *qs = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+		const dnnl_memory_desc_t *qd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+		const dnnl_memory_desc_t *qp = dnnl_primitive_desc_query_md(pd,
+		    dnnl_query_scratchpad_md, 0);
+		/* the band's rows of the NCHW input, in place: the image's strides */
+		dnnl_dims_t sd = {c->N, c->C, bc.H, c->W}, dd = {c->N, c->M, bc.OH, c->OW};
+		dnnl_dims_t ss = {c->C * c->H * c->W, c->H * c->W, c->W, 1};
+		dnnl_memory_desc_t usmd;
+		bd->dcb = dst_cb(qd, dd);
+		if (rc || !bd->dcb || dnnl_memory_desc_init_by_strides(&usmd, 4, sd, dnnl_f32, ss) ||
+		    dnnl_primitive_create(&bd->prim, pd) || reorder(&usmd, qs, &bd->rsrc) ||
+		    !bd->rsrc || dnnl_memory_create(&bd->usrc, &usmd, engine, DNNL_MEMORY_NONE) ||
+		    dnnl_memory_create(&bd->src, qs, engine, DNNL_MEMORY_NONE) ||
+		    dnnl_memory_create(&bd->dst, qd, engine, DNNL_MEMORY_NONE) ||
+		    dnnl_memory_create(&bd->scr, qp, engine, DNNL_MEMORY_NONE))
+			rc = -1;
+		bd->src_bytes = (dnnl_memory_desc_get_size(qs) + 63) & ~(size_t)63;
+		bd->dst_bytes = (dnnl_memory_desc_get_size(qd) + 63) & ~(size_t)63;
+		bd->scr_bytes = (dnnl_memory_desc_get_size(qp) + 63) & ~(size_t)63;
+		dnnl_primitive_desc_destroy(pd);
+	}
+	dnnl_primitive_attr_destroy(attr);
+	if (rc == 0)
+		return 0;
+	for (int t = 0; t < T; t++) {
+		Band *bd = &p->band[t];
+		dnnl_primitive_t prims[3] = {bd->prim, bd->rsrc, bd->rwei};
+		dnnl_memory_t mems[5] = {bd->usrc, bd->src, bd->dst, bd->scr,
+			bd->own ? bd->wei : NULL};
+		for (int i = 0; i < 3; i++)
+			if (prims[i])
+				dnnl_primitive_destroy(prims[i]);
+		for (int i = 0; i < 5; i++)
+			if (mems[i])
+				dnnl_memory_destroy(mems[i]);
+	}
+	free(p->band);
+	p->band = NULL;
+	return -1;
+}
+
 #ifdef TAPRT_VEC8
 
 /* r[i][j] -> r[j][i]: 8 pixels' 8 channels to 8 channels' 8 pixels */
@@ -324,7 +488,7 @@ tr8(v8 r[8])
  * the epilogue took two.
  */
 static TAPRT_AVX2 void
-dst_block(const float *d, int64_t ps, float *y, const float *z, int64_t P, int mr,
+dst_block(const float *d, int64_t ps, float *y, const float *z, int64_t P, int64_t ys, int mr,
     const taprt_act *act, bool epi)
 {
 	for (int64_t p0 = 0; p0 < P; p0 += DST_STEP) {
@@ -336,15 +500,15 @@ dst_block(const float *d, int64_t ps, float *y, const float *z, int64_t P, int m
 				r[i] = *(const v8u *)(d + (p + i) * ps);
 			tr8(r);
 			for (int j = 0; j < mr; j++)
-				*(v8u *)(y + j * P + p) = r[j];
+				*(v8u *)(y + j * ys + p) = r[j];
 		}
 		for (; p < p1; p++)
 			for (int j = 0; j < mr; j++)
-				y[j * P + p] = d[p * ps + j];
+				y[j * ys + p] = d[p * ps + j];
 		if (epi)
 			for (int j = 0; j < mr; j++)
-				taprt_epilogue_f32(y + j * P + p0, p1 - p0, 0,
-				    z ? z + j * P + p0 : NULL, act);
+				taprt_epilogue_f32(y + j * ys + p0, p1 - p0, 0,
+				    z ? z + j * ys + p0 : NULL, act);
 	}
 }
 
@@ -368,12 +532,70 @@ dst_out(const float *d, int64_t cb, float *y, const float *z, const taprt_conv2d
 	for (int64_t i = 0; i < c->N * nb; i++) {
 		const int64_t b = i / nb, m0 = i % nb * 8, o = (b * M + m0) * P;
 		dst_block(d + b * image + m0 / cb * cb * P + m0 % cb, cb, y + o, z ? z + o : NULL,
-		    P, M - m0 < 8 ? (int)(M - m0) : 8, act, epi);
+		    P, P, M - m0 < 8 ? (int)(M - m0) : 8, act, epi);
 	}
 	return 1;
 #else
 	(void)d, (void)cb, (void)y, (void)z, (void)c, (void)act;
 	return 0;
+#endif
+}
+
+/*
+ * The node on its bands, each thread one (bands_make): the band's input
+ * rows into its layout in the thread's scratch, its convolution, and its
+ * result into its rows of y's planes with the residual and activation --
+ * every pass on the rows the thread's own core wrote in the layer before
+ * (the other split-by-pixels kernels cut the same bands), no barrier
+ * between the passes, and no scratch line the other core touched.  0 when
+ * done, -1 when oneDNN failed.
+ */
+static int
+bands_run(Prim *p, const float *x, float *y, const float *z, const taprt_act *act)
+{
+#ifdef TAPRT_VEC8
+	const taprt_conv2d *c = &p->c;
+	const int T = p->nband;
+	const int64_t OP = c->OH * c->OW;
+	const bool epi = z || act->kind != TAPRT_ACT_NONE;
+	int failed = 0;
+	#pragma omp parallel num_threads(T)
+	{
+		int id, nt = taprt_team(&id);
+		dnnl_stream_t s = thread_stream();
+		for (int t = id; t < T; t += nt) {
+			Band *bd = &p->band[t];
+			char *buf = taprt_scratch((int64_t)(bd->src_bytes + bd->dst_bytes +
+			    bd->scr_bytes));
+			float *dst = buf ? (float *)(buf + bd->src_bytes) : NULL;
+			dnnl_exec_arg_t rs[2] = {{DNNL_ARG_FROM, bd->usrc}, {DNNL_ARG_TO, bd->src}};
+			dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, bd->src}, {DNNL_ARG_WEIGHTS, bd->wei},
+				{DNNL_ARG_DST, bd->dst}, {DNNL_ARG_SCRATCHPAD, bd->scr},
+				{DNNL_ARG_BIAS, p->bias}};
+			if (!s || !buf ||
+			    dnnl_memory_set_data_handle(bd->usrc, (void *)(x + bd->ih0 * c->W)) ||
+			    dnnl_memory_set_data_handle(bd->src, buf) ||
+			    dnnl_memory_set_data_handle(bd->dst, dst) ||
+			    dnnl_memory_set_data_handle(bd->scr, (char *)dst + bd->dst_bytes) ||
+			    dnnl_primitive_execute(bd->rsrc, s, 2, rs) ||
+			    dnnl_primitive_execute(bd->prim, s, p->bias ? 5 : 4, args) ||
+			    dnnl_stream_wait(s)) {
+				#pragma omp atomic write
+				failed = 1;
+				continue;
+			}
+			const int64_t cb = bd->dcb, bP = (bd->oh1 - bd->oh0) * c->OW;
+			const int64_t o = bd->oh0 * c->OW;
+			for (int64_t m0 = 0; m0 < c->M; m0 += 8)
+				dst_block(dst + m0 / cb * cb * bP + m0 % cb, cb, y + m0 * OP + o,
+				    z ? z + m0 * OP + o : NULL, bP, OP,
+				    c->M - m0 < 8 ? (int)(c->M - m0) : 8, act, epi);
+		}
+	}
+	return failed ? -1 : 0;
+#else
+	(void)p, (void)x, (void)y, (void)z, (void)act;
+	return -1;
 #endif
 }
 
@@ -388,6 +610,25 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 	Prim *p = prim_get(n, w, b, c);
 	if (!p)
 		return 0;
+	/* a team splitting this layer by pixels: a band a thread */
+	const int T = taprt_team_size();
+	if (c->N == 1 && taprt_split_pixels(c->OH * c->OW, T) && taprt_isa() >= TAPRT_ISA_AVX2 &&
+	    !getenv("TAPRT_NO_BANDS")) {
+		if (p->nband == 0)
+			p->nband = bands_make(p, T) == 0 ? T : -1;
+		if (p->nband == T) {
+			dnnl_stream_t s = stream();
+			int bad = cx->step > 0 && weights_in(p, w, s) != 0;
+			for (int t = 0; t < T && cx->step > 0; t++)
+				bad |= band_weights_in(p, &p->band[t], s) != 0;
+			if (bad)
+				return taprt_fail(cx, "node '%s': oneDNN's weight reorder failed",
+				    n->name);
+			if (bands_run(p, x, y, z, act) != 0)
+				return taprt_fail(cx, "node '%s': oneDNN convolution failed", n->name);
+			return 1;
+		}
+	}
 	char *buf = taprt_scratch((int64_t)(p->src_bytes + p->dst_bytes) + 64);
 	if (!buf)
 		return taprt_fail(cx, "node '%s': out of memory for oneDNN's buffers", n->name);

@@ -141,8 +141,8 @@ taprt_team(int *id)
  * plane of its output; a 1x1 convolution's, a depthwise one's, a
  * squeeze-and-excitation's) by pixels -- each thread one band of every
  * channel -- rather than by channels.  One rule for the kernels a CNN
- * chains (conv_pw.c, conv_dw.c, k_se.c), so that a thread reads the band
- * its own core wrote: a 1x1 convolution reads every channel of its
+ * chains (conv_pw.c, conv_dw.c, k_se.c, conv_dnnl.c's bands), so that a
+ * thread reads the band its own core wrote: a 1x1 convolution reads every channel of its
  * pixels, and split by filters half of its input came from the other
  * core's cache.  Only from 1024 pixels a thread (MobileNetV3's 56x56
  * planes, not its 28x28 ones): below, a band of every plane costs more

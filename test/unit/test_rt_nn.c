@@ -1,7 +1,7 @@
 /*
- * test_rt_nn.c - MatMul, Gemm, Conv and pool kernels against hand-computed
- * values and, for the larger cases, naive loops written here independently
- * of the kernels' BLAS and im2col paths.
+ * test_rt_nn.c - MatMul, Gemm, Conv, pool and Resize kernels against
+ * hand-computed values and, for the larger cases, naive loops written here
+ * independently of the kernels' BLAS and im2col paths.
  */
 #include <math.h>
 #include <string.h>
@@ -17,6 +17,18 @@
 #define A_STR(nm, v) {.name = (nm), .type = TAPRT_ATTR_STRING, .s = (v)}
 #define A_INTS(nm, ...) {.name = (nm), .type = TAPRT_ATTR_INTS,            \
 	.n = RANK(__VA_ARGS__), .is = DIMS(__VA_ARGS__)}
+
+/* The rank's team: OpenMP's threads and oneDNN's (conv_dnnl.c sets
+ * OpenMP's count to taprt_conv_threads' on each call, as --threads does
+ * in a program: OpenMP's alone would fall back to one thread there). */
+static void
+set_threads(int t)
+{
+#ifdef _OPENMP
+	omp_set_num_threads(t);
+#endif
+	taprt_conv_threads(t);
+}
 
 /* true when got and want agree to a relative/absolute 1e-4; reports the
  * first difference */
@@ -386,7 +398,7 @@ test_matmul_packed(void)
 #endif
 	for (int t = 1; t <= 2; t++) {
 #ifdef _OPENMP
-		omp_set_num_threads(t);
+		set_threads(t);
 #endif
 		for (int i = 0; i < (int)NELEM(cs); i++) {
 			CU_ASSERT(packed_case(&cs[i], 0, 0, 0, 0, ""));
@@ -400,7 +412,7 @@ test_matmul_packed(void)
 		}
 	}
 #ifdef _OPENMP
-	omp_set_num_threads(nt);
+	set_threads(nt);
 #endif
 	/* declined before anything is written: no context, a training step, a
 	 * small product */
@@ -853,6 +865,8 @@ conv_pointwise_cases(void)
 		case2d(1, 64, 128, 1, 56, 56, 1, 1, 2, 1, 0, 0, 0, 0),
 		case2d(2, 24, 40, 1, 15, 13, 1, 1, 2, 1, 0, 0, 0, 0),
 		case2d(1, 8, 12, 2, 20, 20, 1, 1, 3, 1, 0, 0, 0, 0),
+		/* on 2400 pixels: two threads split them */
+		case2d(1, 16, 24, 1, 100, 96, 1, 1, 2, 1, 0, 0, 0, 0),
 		/* 3150 pixels, two images, a residual: a band of pixels per
 		 * thread on 2 and 3 threads (taprt_split_pixels), the tail in
 		 * the last band */
@@ -928,12 +942,12 @@ test_conv_threads(void)
 	int nt = omp_get_max_threads();
 	taprt_par_min = 1;
 	for (int t = 2; t <= 3; t++) {
-		omp_set_num_threads(t);
+		set_threads(t);
 		conv_depthwise_cases();
 		conv_pointwise_cases();
 		conv_direct_cases();
 	}
-	omp_set_num_threads(nt);
+	set_threads(nt);
 	taprt_par_min = saved;
 #endif
 }
@@ -957,6 +971,15 @@ conv_dnnl_cases(void)
 		 * filters), brgconv's NHWC with 40 (runs of 8, not 16) */
 		case2d(1, 64, 72, 1, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1),
 		case2d(1, 16, 40, 1, 23, 25, 3, 3, 2, 1, 1, 1, 1, 1),
+		/* planes of 2048 pixels and more: on two threads a band of
+		 * output rows each (bands_make), an odd row count (25 + 26),
+		 * Winograd; stride 2 with asymmetric pads (the bottom band's
+		 * end pad 1, the top's 2), brgconv; 20 filters, a layout the
+		 * bands decline (the whole primitive then); dilation 2 */
+		case2d(1, 16, 24, 1, 51, 45, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 16, 24, 1, 97, 91, 5, 5, 2, 1, 2, 2, 1, 2),
+		case2d(1, 16, 20, 1, 97, 91, 5, 5, 2, 1, 2, 2, 1, 2),
+		case2d(1, 16, 16, 1, 50, 50, 3, 3, 1, 2, 2, 2, 2, 2),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
@@ -984,7 +1007,7 @@ test_conv_isa_variants(void)
 		CU_ASSERT_EQUAL(taprt_isa_limit(l), l);
 		for (int t = 1; t <= 2; t++) {
 #ifdef _OPENMP
-			omp_set_num_threads(t);
+			set_threads(t);
 			taprt_par_min = t == 1 ? saved : 1;
 #endif
 			conv_depthwise_cases();
@@ -994,7 +1017,7 @@ test_conv_isa_variants(void)
 		}
 	}
 #ifdef _OPENMP
-	omp_set_num_threads(nt);
+	set_threads(nt);
 	taprt_par_min = saved;
 #endif
 	taprt_isa_limit(TAPRT_ISA_AVX512);
@@ -1035,7 +1058,7 @@ test_conv_winograd(void)
 #endif
 	for (int t = 1; t <= 2; t++) {
 #ifdef _OPENMP
-		omp_set_num_threads(t);
+		set_threads(t);
 #endif
 		for (int i = 0; i < (int)NELEM(cs); i++) {
 			CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
@@ -1044,7 +1067,7 @@ test_conv_winograd(void)
 		}
 	}
 #ifdef _OPENMP
-	omp_set_num_threads(nt);
+	set_threads(nt);
 #endif
 	/* the kernel itself takes the first case */
 	convcase p = cs[0];
@@ -1098,6 +1121,49 @@ test_conv_computed_weights(void)
 		taprt_op_Conv(&cx, &n);
 		CU_ASSERT(!cx.error[0] && close_f(y, want, ny));
 	}
+	free(x);
+	free(w);
+	free(b);
+	free(y);
+	free(want);
+}
+
+/*
+ * A training program's kept oneDNN weights (cx->step > 0: the optimizer
+ * changed them in place since the last call) on a plane two threads split
+ * into bands, each band with weights of its own where its Winograd layout
+ * differs from the node's: every call must use the new values.
+ */
+static void
+test_conv_bands_step(void)
+{
+	convcase p = case2d(1, 16, 16, 1, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1);
+	int64_t nx = 16 * 4096, nw = 16 * 16 * 9, ny = 16 * 4096;
+	float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = calloc(16, sizeof *b);
+	float *y = malloc(ny * sizeof *y), *want = malloc(ny * sizeof *want);
+	seq(x, nx, 5);
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 16, 64, 64));
+	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(16, 16, 3, 3));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 16, 64, 64));
+	taprt_tensor *in[] = {&tx, &tw}, *out[] = {&ty};
+	taprt_attr at[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
+	taprt_node n = rt_node(in, 2, out, 1, at, 2);
+#ifdef _OPENMP
+	int nt = omp_get_max_threads();
+	set_threads(2);
+#endif
+	for (int step = 0; step < 3; step++) {
+		seq(w, nw, 3 + 2 * step);
+		ref_conv(&p, x, w, b, want);
+		taprt_ctx cx;
+		memset(&cx, 0, sizeof cx);
+		cx.step = step;
+		taprt_op_Conv(&cx, &n);
+		CU_ASSERT(!cx.error[0] && close_f(y, want, ny));
+	}
+#ifdef _OPENMP
+	set_threads(nt);
+#endif
 	free(x);
 	free(w);
 	free(b);
@@ -1216,7 +1282,7 @@ test_maxpool_padded(void)
 	for (int t = 1; t <= 3; t++) {
 #ifdef _OPENMP
 		int nt = omp_get_max_threads();
-		omp_set_num_threads(t);
+		set_threads(t);
 #else
 		if (t > 1)
 			break;
@@ -1257,7 +1323,7 @@ test_maxpool_padded(void)
 			free(want);
 		}
 #ifdef _OPENMP
-		omp_set_num_threads(nt);
+		set_threads(nt);
 #endif
 	}
 	taprt_par_min = saved;
@@ -1344,6 +1410,95 @@ test_global_pools(void)
 	CU_ASSERT(yd[0] == 3 && yd[1] == 6);
 }
 
+/* ------------------------------------------------------------- Resize */
+
+/* ONNX's linear interpolation along one axis, half_pixel coordinates,
+ * indices clamped to the edge: the taps of output j of an axis in -> out. */
+static void
+lin_taps(int64_t j, int64_t in, int64_t out, int64_t *i0, int64_t *i1, double *f)
+{
+	double x = (j + 0.5) * (double)in / (double)out - 0.5, fl = floor(x);
+	*f = x - fl;
+	*i0 = fl < 0 ? 0 : fl > in - 1 ? in - 1 : (int64_t)fl;
+	*i1 = fl + 1 < 0 ? 0 : fl + 1 > in - 1 ? in - 1 : (int64_t)fl + 1;
+}
+
+/*
+ * Linear Resize (k_image.c's separable passes) against bilinear
+ * interpolation computed here in double, on one and two threads: an
+ * exact 2x (its fast path), other scales growing and shrinking, a rank-3
+ * tensor, a small one.
+ */
+static void
+test_resize_threads(void)
+{
+	static const struct { int r; int64_t in[4], out[4]; } cs[] = {
+		{4, {1, 2, 50, 46}, {1, 2, 100, 92}},
+		{4, {1, 3, 40, 60}, {1, 3, 64, 90}},
+		{4, {1, 2, 120, 90}, {1, 2, 61, 70}},
+		{3, {2, 80, 60}, {2, 160, 120}},
+		{4, {2, 3, 9, 7}, {2, 3, 18, 13}},
+	};
+	int64_t saved = taprt_par_min;
+	taprt_par_min = 1;
+	for (int t = 1; t <= 2; t++) {
+#ifdef _OPENMP
+		int nt = omp_get_max_threads();
+		set_threads(t);
+#else
+		if (t > 1)
+			break;
+#endif
+		for (int i = 0; i < (int)NELEM(cs); i++) {
+			int r = cs[i].r;
+			int64_t planes = 1, H = cs[i].in[r - 2], W = cs[i].in[r - 1];
+			int64_t OH = cs[i].out[r - 2], OW = cs[i].out[r - 1];
+			for (int d = 0; d < r - 2; d++)
+				planes *= cs[i].in[d];
+			float *x = malloc(sizeof *x * planes * H * W), *y = malloc(sizeof *y * planes * OH * OW);
+			float *want = malloc(sizeof *want * planes * OH * OW);
+			for (int64_t j = 0; j < planes * H * W; j++)
+				x[j] = (float)((j * 7919) % 1009 - 500) / 64;
+			for (int64_t p = 0; p < planes; p++)
+				for (int64_t oh = 0; oh < OH; oh++)
+					for (int64_t ow = 0; ow < OW; ow++) {
+						int64_t h0, h1, w0, w1;
+						double fh, fw;
+						lin_taps(oh, H, OH, &h0, &h1, &fh);
+						lin_taps(ow, W, OW, &w0, &w1, &fw);
+						const float *xp = x + p * H * W;
+						double top = (1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1];
+						double bot = (1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1];
+						want[(p * OH + oh) * OW + ow] = (float)((1 - fh) * top + fh * bot);
+					}
+			int64_t sz[4];
+			for (int d = 0; d < r; d++)
+				sz[d] = cs[i].out[d];
+			taprt_tensor tx = rt_tensor(TAPRT_F32, x, r, cs[i].in);
+			taprt_tensor ts = rt_tensor(TAPRT_I64, sz, 1, DIMS(r));
+			taprt_tensor ty = rt_tensor(TAPRT_F32, y, r, cs[i].out);
+			taprt_tensor *in[] = {&tx, NULL, NULL, &ts}, *out[] = {&ty};
+			taprt_attr at[] = {A_STR("mode", "linear")};
+			taprt_node n = rt_node(in, 4, out, 1, at, 1);
+			taprt_ctx cx;
+			memset(&cx, 0, sizeof cx);
+			taprt_op_Resize(&cx, &n);
+			CU_ASSERT(!cx.error[0]);
+			bool ok = close_f(y, want, planes * OH * OW);
+			CU_ASSERT(ok);
+			if (!ok)
+				printf("  case %d, %d threads\n", i, t);
+			free(x);
+			free(y);
+			free(want);
+		}
+#ifdef _OPENMP
+		set_threads(nt);
+#endif
+	}
+	taprt_par_min = saved;
+}
+
 void
 suite_rt_nn(CU_pSuite s)
 {
@@ -1361,6 +1516,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_depthwise);
 	ADD(s, test_conv_pointwise);
 	ADD(s, test_conv_threads);
+	ADD(s, test_conv_bands_step);
 	ADD(s, test_conv_isa_variants);
 	ADD(s, test_conv_winograd);
 	ADD(s, test_conv_computed_weights);
@@ -1368,4 +1524,5 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_maxpool_padded);
 	ADD(s, test_avgpool);
 	ADD(s, test_global_pools);
+	ADD(s, test_resize_threads);
 }
