@@ -99,8 +99,8 @@ extra_help(void)
 	return buf;
 }
 
-/* "RxC": two positive decimal counts (digits only), at most IR_MAX_DEVICES
- * devices in all. */
+/* "RxC" (or "RXC", as documented): two positive decimal counts (digits
+ * only), at most IR_MAX_DEVICES devices in all. */
 static bool
 parse_mesh(const char *s, Mesh *m)
 {
@@ -568,7 +568,8 @@ main(int argc, char **argv)
 		}
 	int64_t forced = (int64_t)(o.dp > 0 ? o.dp : 1) * (o.tp > 0 ? o.tp : 1) * (o.pp > 0 ? o.pp : 1);
 	if (ok && forced > IR_MAX_DEVICES) {
-		diag_error("-dp=%d -tp=%d -pp=%d: %lld ranks, over tapc's limit of %d", o.dp, o.tp, o.pp,
+		char d[48];
+		diag_error("%s: %lld ranks, over tapc's limit of %d", pass_degrees(d, o.dp, o.tp, o.pp),
 		    (long long)forced, IR_MAX_DEVICES);
 		ok = false;
 	}

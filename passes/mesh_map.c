@@ -33,6 +33,7 @@
  * them: only the placement is searched.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -548,8 +549,9 @@ check_forced(Map *m, int nsub, const BatchPlan *bp, bool analysed)
 	int64_t forced = (int64_t)(cx->dp ? cx->dp : 1) * (cx->tp ? cx->tp : 1) * (cx->pp ? cx->pp : 1);
 	bool all = cx->dp && cx->tp && cx->pp;
 	if (forced > N || N % forced || (all && forced != N)) {
-		diag_error("-dp=%d -tp=%d -pp=%d: the cluster has %d device%s; the degrees must "
-		    "multiply to that (those not given are chosen)", cx->dp, cx->tp, cx->pp, N,
+		char d[48];
+		diag_error("%s: the cluster has %d device%s; the degrees must multiply to that "
+		    "(those not given are chosen)", pass_degrees(d, cx->dp, cx->tp, cx->pp), N,
 		    N == 1 ? "" : "s");
 		return false;
 	}
@@ -649,6 +651,18 @@ explain_empty(Map *m, int nsub)
 		    "few replicas and the model into %d pipeline subgraph%s (-batch=N)", g->model, m->N,
 		    (long long)m->B, nsub, nsub == 1 ? "" : "s");
 	}
+}
+
+const char *
+pass_degrees(char buf[48], int dp, int tp, int pp)
+{
+	const char *name[3] = {"dp", "tp", "pp"};
+	int v[3] = {dp, tp, pp}, n = 0;
+	buf[0] = 0;
+	for (int i = 0; i < 3; i++)
+		if (v[i] > 0)
+			n += snprintf(buf + n, 48 - n, "%s-%s=%d", n ? " " : "", name[i], v[i]);
+	return buf;
 }
 
 bool

@@ -80,6 +80,9 @@ typedef struct {
 	double load_ms;                 /* time to load the input, for -time-passes */
 } PassOptions;
 
+/* "-dp=2 -pp=4": the degrees given (> 0), for diagnostics; "" when none. */
+const char *pass_degrees(char buf[48], int dp, int tp, int pp);
+
 /* Run a comma-separated pipeline.  Returns false on bad input (diagnosed)
  * or an unknown pass name. */
 bool pass_run_pipeline(Graph *g, PassCtx *cx, const char *pipeline, const PassOptions *o);

@@ -56,6 +56,7 @@ check "-tp=2: collectives in the IR" has "$tmp/out" "= AllReduce "
 check "-tp=2: sliced weights" has "$tmp/out" "slice=1/2 blocks=3"
 expect 1 "-tp must divide the devices" "$TAPC" $gpt -mesh 1x4 -tp=3 -emit=ir
 check "-tp mismatch: message" has "$tmp/err" "degrees must multiply to that"
+check "-tp mismatch: names only the degrees given" has "$tmp/err" "^[^ ]*: *error: -tp=3: the cluster"
 expect 0 "-tp=2 on 1x4: the rule places the rest" "$TAPC" $gpt -mesh 1x4 -tp=2 -emit=ir
 check "... batch 1: pipeline stages" has "$tmp/out" "mesh=1x4 dp=1 tp=2 pp=2"
 expect 0 "-tp=2 on 1x4 at batch 4" "$TAPC" $gpt -mesh 1x4 -tp=2 -batch=4 -emit=ir

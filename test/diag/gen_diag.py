@@ -700,7 +700,7 @@ def cases_hostile():
          "input 'x': byte size is over tapc's limit of 2^48 bytes", ["-batch=1099511627776"])
     case("degrees_overflow", ok_model(), None, ["-dp=65536", "-tp=65536"])
     expect("degrees_overflow",
-           "tapc: error: -dp=65536 -tp=65536 -pp=0: 4294967296 ranks, over tapc's limit of 65536")
+           "tapc: error: -dp=65536 -tp=65536: 4294967296 ranks, over tapc's limit of 65536")
 
     # integer Div/Mod that would trap: refused, naming the node
     i64 = TensorProto.INT64
