@@ -1042,6 +1042,11 @@ infer_pad(Graph *g, NodeId n)
 		diag_node(g, n, "unknown mode '%s'", mode);
 		return false;
 	}
+	if (!strcmp(mode, "wrap") && g->opset < 19) {
+		diag_node(g, n, "mode wrap needs Pad at opset 19 or later, the model has %lld",
+		    (long long)g->opset);
+		return false;
+	}
 	const int64_t *pads, *ax = NULL;
 	int np = int_list(g, n, 1, "pads", &pads);
 	int na = np == -2 ? -2 : int_list(g, n, 3, NULL, &ax);

@@ -254,6 +254,13 @@ def cases_file():
     case("layernorm_scale_inner_broadcast", make_model(ln, opset=17),
          "node 'ln' (LayerNormalization): input 1 is f32[4,1]: broadcasting inside the "
          "normalized dims [4,5] is not supported (only leading 1s)")
+    pads = helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])
+    wrap = helper.make_graph(
+        [helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="wrap")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])], initializer=[pads])
+    case("pad_wrap_opset18", make_model(wrap, opset=18),
+         "node 'pad' (Pad): mode wrap needs Pad at opset 19 or later, the model has 18")
 
     m = onnx.ModelProto()
     m.ir_version = 8
