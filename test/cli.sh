@@ -41,7 +41,7 @@ expect 1 "unknown -emit" "$TAPC" $mlp -emit=asm
 expect 1 "missing file" "$TAPC" test/nonexistent.onnx -emit=ir
 check "missing file: one line naming it" sh -c "[ \$(wc -l < '$tmp/err') = 1 ] && grep -q 'nonexistent.onnx: cannot open' '$tmp/err'"
 
-for form in "-mesh 2x2" "-mesh=2x2" "--mesh 2x2" "--mesh=2x2"; do
+for form in "-mesh 2x2" "-mesh=2x2" "--mesh 2x2" "--mesh=2x2" "-mesh 2X2"; do
 	expect 0 "option form $form" "$TAPC" $mlp $form -emit=ir
 done
 printf -- '-mesh 1x2\n-emit=ir\n' >"$tmp/args.rsp"
