@@ -1093,6 +1093,54 @@ test_conv_winograd(void)
 }
 
 /*
+ * Three calls of one 16 -> 16 3x3 Conv node on an hw x hw image, the
+ * weights rewritten in place before each (at the same address), on
+ * `threads` threads; fixed is the node's taprt_node.fixed, and with step
+ * each call is a training step (cx->step = 1, 2: the optimizer changed
+ * kept weights).  Every call must match the naive convolution with the
+ * weights it was given.
+ */
+static void
+conv_weight_calls(int64_t hw, unsigned fixed, bool step, int threads)
+{
+	convcase p = case2d(1, 16, 16, 1, hw, hw, 3, 3, 1, 1, 1, 1, 1, 1);
+	int64_t nx = 16 * hw * hw, nw = 16 * 16 * 9;
+	float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = calloc(16, sizeof *b);
+	float *y = malloc(nx * sizeof *y), *want = malloc(nx * sizeof *want);
+	seq(x, nx, 5);
+	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 16, hw, hw));
+	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(16, 16, 3, 3));
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 16, hw, hw));
+	taprt_tensor *in[] = {&tx, &tw}, *out[] = {&ty};
+	taprt_attr at[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
+	taprt_node n = rt_node(in, 2, out, 1, at, 2);
+	n.fixed = fixed;
+#ifdef _OPENMP
+	int nt = omp_get_max_threads();
+	set_threads(threads);
+#else
+	(void)threads;
+#endif
+	for (int call = 0; call < 3; call++) {
+		seq(w, nw, 3 + 2 * call);
+		ref_conv(&p, x, w, b, want);
+		taprt_ctx cx;
+		memset(&cx, 0, sizeof cx);
+		cx.step = step ? call : 0;
+		taprt_op_Conv(&cx, &n);
+		CU_ASSERT(!cx.error[0] && close_f(y, want, nx));
+	}
+#ifdef _OPENMP
+	set_threads(nt);
+#endif
+	free(x);
+	free(w);
+	free(b);
+	free(y);
+	free(want);
+}
+
+/*
  * A W the graph computes changes between calls of one node (a Loop body, a
  * pipeline's micro-batches), at the same address: each call must use its
  * own values.  The shape is one oneDNN takes (conv_dnnl.c), whose kept,
@@ -1101,31 +1149,7 @@ test_conv_winograd(void)
 static void
 test_conv_computed_weights(void)
 {
-	convcase p = case2d(1, 16, 16, 1, 12, 12, 3, 3, 1, 1, 1, 1, 1, 1);
-	int64_t nx = 16 * 144, nw = 16 * 16 * 9, ny = 16 * 144;
-	float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = calloc(16, sizeof *b);
-	float *y = malloc(ny * sizeof *y), *want = malloc(ny * sizeof *want);
-	seq(x, nx, 5);
-	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 16, 12, 12));
-	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(16, 16, 3, 3));
-	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 16, 12, 12));
-	taprt_tensor *in[] = {&tx, &tw}, *out[] = {&ty};
-	taprt_attr at[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
-	taprt_node n = rt_node(in, 2, out, 1, at, 2);
-	n.fixed = 1;                    /* x alone: w is computed */
-	for (int call = 0; call < 3; call++) {
-		seq(w, nw, 3 + 2 * call);
-		ref_conv(&p, x, w, b, want);
-		taprt_ctx cx;
-		memset(&cx, 0, sizeof cx);
-		taprt_op_Conv(&cx, &n);
-		CU_ASSERT(!cx.error[0] && close_f(y, want, ny));
-	}
-	free(x);
-	free(w);
-	free(b);
-	free(y);
-	free(want);
+	conv_weight_calls(12, 1, false, 1); /* fixed: x alone, w is computed */
 }
 
 /*
@@ -1137,38 +1161,7 @@ test_conv_computed_weights(void)
 static void
 test_conv_bands_step(void)
 {
-	convcase p = case2d(1, 16, 16, 1, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1);
-	int64_t nx = 16 * 4096, nw = 16 * 16 * 9, ny = 16 * 4096;
-	float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = calloc(16, sizeof *b);
-	float *y = malloc(ny * sizeof *y), *want = malloc(ny * sizeof *want);
-	seq(x, nx, 5);
-	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, 16, 64, 64));
-	taprt_tensor tw = rt_tensor(TAPRT_F32, w, 4, DIMS(16, 16, 3, 3));
-	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, 16, 64, 64));
-	taprt_tensor *in[] = {&tx, &tw}, *out[] = {&ty};
-	taprt_attr at[] = {A_INTS("kernel_shape", 3, 3), A_INTS("pads", 1, 1, 1, 1)};
-	taprt_node n = rt_node(in, 2, out, 1, at, 2);
-#ifdef _OPENMP
-	int nt = omp_get_max_threads();
-	set_threads(2);
-#endif
-	for (int step = 0; step < 3; step++) {
-		seq(w, nw, 3 + 2 * step);
-		ref_conv(&p, x, w, b, want);
-		taprt_ctx cx;
-		memset(&cx, 0, sizeof cx);
-		cx.step = step;
-		taprt_op_Conv(&cx, &n);
-		CU_ASSERT(!cx.error[0] && close_f(y, want, ny));
-	}
-#ifdef _OPENMP
-	set_threads(nt);
-#endif
-	free(x);
-	free(w);
-	free(b);
-	free(y);
-	free(want);
+	conv_weight_calls(64, ~0u, true, 2);
 }
 
 /* -------------------------------------------------------------- pools */
