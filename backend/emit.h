@@ -85,13 +85,19 @@ bool emit_is_view(Graph *g, NodeId n);
  * the weight and its state; FusedSqueezeExcite into x when x dies there):
  * i, else -1. */
 int emit_inplace(const Graph *g, NodeId n, int out);
+/* Is t a value some node computes (not an input, a weight, a constant)? */
+static inline bool
+emit_computed(const Graph *g, TensorId t)
+{
+	return g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE;
+}
 /* Is graph output t computed straight into its output buffer (a value this
  * stage computes), rather than copied there (an input, a weight, a
  * constant)? */
 static inline bool
 emit_into_output(const Graph *g, const MemPlan *mp, TensorId t)
 {
-	return mp->bound[t] && g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE;
+	return mp->bound[t] && emit_computed(g, t);
 }
 void emit_memplan_free(MemPlan *mp);
 /* Every stage's plan (emit_nstages entries), computed once for the sources

@@ -491,7 +491,7 @@ emit_memplan(Graph *g, int stage, MemPlan *mp)
 		 * is bound there too) */
 		if (emit_tensor_stage(g, t) == stage) {
 			used[t] = true;
-			if (g->tensors[t].kind == TK_VALUE && g->tensors[t].producer != IR_NONE)
+			if (emit_computed(g, t))
 				mp->bound[t] = true;
 		}
 	}
