@@ -25,13 +25,16 @@
  *
  * Where the rank's team splits a layer's planes by pixels
  * (taprt_split_pixels: one image, at least 1024 output pixels a thread),
- * each thread runs a primitive of its own over its band of output rows
+ * each thread runs primitives of its own over its half of the output rows
  * (bands_make, bands_run): its input rows into oneDNN's layout, the
  * convolution and the result back with the epilogue, all on the rows its
  * own core wrote in the layer before and in its own scratch, where the
  * whole primitive split each of the three passes its own way and half of
  * every tensor crossed between the cores (docs/runtime.md, "Threads and
- * CPU features").  TAPRT_NO_BANDS=1 keeps the whole primitive.
+ * CPU features").  A thread's rows are one band or, where their result
+ * is over BAND_BYTES, several, one after another, so that each band's
+ * result is still in L2 for its way back to NCHW; one thread takes such
+ * bands too (band_count).  TAPRT_NO_BANDS=1 keeps the whole primitive.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -90,8 +93,9 @@ typedef struct Prim {
 	int dcb;                        /* its result's channels a block, for dst_out:
 					 * 8 or 16 (nChw8c, nChw16c), M (NHWC);
 					 * 0: another layout, oneDNN's reorder */
-	int nband;                      /* bands made for a team of nband; 0: not
-					 * tried; -1: oneDNN declined them */
+	int team;                       /* the team the bands were made for */
+	int nband;                      /* how many (band_count); 0: not tried;
+					 * -1: oneDNN declined them */
 	Band *band;
 	struct Prim *next;
 } Prim;
@@ -348,8 +352,8 @@ band_weights_in(Prim *p, Band *bd, dnnl_stream_t s)
 }
 
 /*
- * Bands of output rows for a team of T threads, one a thread, equal to
- * within a row: each its own primitive over the input rows it reads (the image's
+ * NB bands of output rows (band_count), equal to within a row: each its
+ * own primitive over the input rows it reads (the image's
  * pads only at the image's edges), oneDNN's choice of kernel and layouts
  * for the band, with the node's reordered weights where the band's layout
  * is theirs and a copy in its own otherwise (oneDNN's Winograd weights
@@ -361,11 +365,11 @@ band_weights_in(Prim *p, Band *bd, dnnl_stream_t s)
  * oneDNN declined one (the node keeps the whole primitive).
  */
 static int
-bands_make(Prim *p, int T)
+bands_make(Prim *p, int NB)
 {
 	const taprt_conv2d *c = &p->c;
 	const dnnl_memory_desc_t *qw = NULL;
-	if (dnnl_memory_get_memory_desc(p->wei, &qw) || !(p->band = calloc(T, sizeof *p->band)))
+	if (dnnl_memory_get_memory_desc(p->wei, &qw) || !(p->band = calloc(NB, sizeof *p->band)))
 		return -1;
 	/* the scratchpad the caller's (the thread's scratch): oneDNN's own is
 	 * one for the process, and the team's threads run at once */
@@ -376,10 +380,10 @@ bands_make(Prim *p, int T)
 		return -1;
 	}
 	int rc = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ? -1 : 0;
-	for (int t = 0; t < T && rc == 0; t++) {
+	for (int t = 0; t < NB && rc == 0; t++) {
 		Band *bd = &p->band[t];
-		bd->oh0 = c->OH * t / T;
-		bd->oh1 = c->OH * (t + 1) / T;
+		bd->oh0 = c->OH * t / NB;
+		bd->oh1 = c->OH * (t + 1) / NB;
 		/* the input rows the band's windows cover, pads included */
 		int64_t r0 = bd->oh0 * c->SH - c->PT;
 		int64_t r1 = (bd->oh1 - 1) * c->SH - c->PT + (c->KH - 1) * c->DH + 1;
@@ -430,7 +434,7 @@ bands_make(Prim *p, int T)
 	dnnl_primitive_attr_destroy(attr);
 	if (rc == 0)
 		return 0;
-	for (int t = 0; t < T; t++) {
+	for (int t = 0; t < NB; t++) {
 		Band *bd = &p->band[t];
 		dnnl_primitive_t prims[3] = {bd->prim, bd->rsrc, bd->rwei};
 		dnnl_memory_t mems[5] = {bd->usrc, bd->src, bd->dst, bd->scr,
@@ -479,36 +483,46 @@ tr8(v8 r[8])
 #define DST_STEP 256
 
 /*
- * 8 channels of oneDNN's channel-blocked result (pixel p's 8 floats at
- * d + p * ps: nChw8c's block, half of nChw16c's, NHWC's 8-channel run)
- * into their mr <= 8 NCHW planes at y (z likewise), 8 pixels at a time
- * through a register transpose, the residual and the activation over
- * each step's runs while they are in L1: the layout change and the
- * epilogue in one pass over the result, where oneDNN's reorder and then
- * the epilogue took two.
+ * Channels [m0, m1) of oneDNN's channel-blocked result d (cb channels a
+ * block over dP pixels: nChw8c, nChw16c, or NHWC as one block of M; pixel
+ * p's run of 8 channels at cb floats apart) into their NCHW planes at y
+ * (ys floats apart; z likewise), P pixels: a step of pixels at a time,
+ * and in each step every run of 8 channels through a register transpose,
+ * then the residual and the activation over the step's rows while they
+ * are in L1 -- the layout change and the epilogue in one pass over the
+ * result, where oneDNN's reorder and then the epilogue took two.  The
+ * steps are the outer loop: an NHWC pixel's M channels are M / 16 lines
+ * that the runs of 8 share, and with the runs outside, each run went over
+ * all of the result again (ResNet-18's 64-channel NHWC stem, 3.2 MB, on
+ * one thread of a Xeon: 2.50 -> 2.37 ms for the node).
  */
 static TAPRT_AVX2 void
-dst_block(const float *d, int64_t ps, float *y, const float *z, int64_t P, int64_t ys, int mr,
-    const taprt_act *act, bool epi)
+dst_block(const float *d, int64_t cb, int64_t dP, float *y, const float *z, int64_t P,
+    int64_t ys, int64_t m0, int64_t m1, const taprt_act *act, bool epi)
 {
 	for (int64_t p0 = 0; p0 < P; p0 += DST_STEP) {
 		const int64_t p1 = P - p0 < DST_STEP ? P : p0 + DST_STEP;
-		int64_t p = p0;
-		for (; p + 8 <= p1; p += 8) {
-			v8 r[8];
-			for (int i = 0; i < 8; i++)
-				r[i] = *(const v8u *)(d + (p + i) * ps);
-			tr8(r);
-			for (int j = 0; j < mr; j++)
-				*(v8u *)(y + j * ys + p) = r[j];
+		for (int64_t m = m0; m < m1; m += 8) {
+			const float *dm = d + m / cb * cb * dP + m % cb;
+			float *ym = y + m * ys;
+			const int mr = m1 - m < 8 ? (int)(m1 - m) : 8;
+			int64_t p = p0;
+			for (; p + 8 <= p1; p += 8) {
+				v8 r[8];
+				for (int i = 0; i < 8; i++)
+					r[i] = *(const v8u *)(dm + (p + i) * cb);
+				tr8(r);
+				for (int j = 0; j < mr; j++)
+					*(v8u *)(ym + j * ys + p) = r[j];
+			}
+			for (; p < p1; p++)
+				for (int j = 0; j < mr; j++)
+					ym[j * ys + p] = dm[p * cb + j];
+			if (epi)
+				for (int j = 0; j < mr; j++)
+					taprt_epilogue_f32(ym + j * ys + p0, p1 - p0, 0,
+					    z ? z + (m + j) * ys + p0 : NULL, act);
 		}
-		for (; p < p1; p++)
-			for (int j = 0; j < mr; j++)
-				y[j * ys + p] = d[p * ps + j];
-		if (epi)
-			for (int j = 0; j < mr; j++)
-				taprt_epilogue_f32(y + j * ys + p0, p1 - p0, 0,
-				    z ? z + j * ys + p0 : NULL, act);
 	}
 }
 
@@ -516,8 +530,9 @@ dst_block(const float *d, int64_t ps, float *y, const float *z, int64_t P, int64
 
 /* The result d (cb channels a block: nChw8c, nChw16c, or NHWC as one
  * block of M) into NCHW y with the residual and activation, the team
- * splitting the runs of 8 channels (whole channels a thread, as the other
- * kernels split them); 0 when this CPU has no AVX2. */
+ * splitting the runs of 8 channels, an equal share of them a thread
+ * (whole channels a thread, as the other kernels split them); 0 when this
+ * CPU has no AVX2. */
 static int
 dst_out(const float *d, int64_t cb, float *y, const float *z, const taprt_conv2d *c,
     const taprt_act *act)
@@ -528,11 +543,17 @@ dst_out(const float *d, int64_t cb, float *y, const float *z, const taprt_conv2d
 	const int64_t M = c->M, P = c->OH * c->OW, nb = (M + 7) / 8;
 	const int64_t image = (M + cb - 1) / cb * cb * P; /* blocks padded to cb */
 	const bool epi = z || act->kind != TAPRT_ACT_NONE;
-	#pragma omp parallel for if (TAPRT_PAR(c->N * M * P)) schedule(static)
-	for (int64_t i = 0; i < c->N * nb; i++) {
-		const int64_t b = i / nb, m0 = i % nb * 8, o = (b * M + m0) * P;
-		dst_block(d + b * image + m0 / cb * cb * P + m0 % cb, cb, y + o, z ? z + o : NULL,
-		    P, P, M - m0 < 8 ? (int)(M - m0) : 8, act, epi);
+	#pragma omp parallel if (TAPRT_PAR(c->N * M * P))
+	{
+		int id, nt = taprt_team(&id);
+		const int64_t i0 = c->N * nb * id / nt, i1 = c->N * nb * (id + 1) / nt;
+		for (int64_t b = i0 / nb; b < c->N && b * nb < i1; b++) {
+			const int64_t g0 = i0 > b * nb ? i0 - b * nb : 0;
+			const int64_t g1 = i1 < (b + 1) * nb ? i1 - b * nb : nb;
+			const int64_t o = b * M * P;
+			dst_block(d + b * image, cb, P, y + o, z ? z + o : NULL, P, P, g0 * 8,
+			    g1 * 8 < M ? g1 * 8 : M, act, epi);
+		}
 	}
 	return 1;
 #else
@@ -542,28 +563,29 @@ dst_out(const float *d, int64_t cb, float *y, const float *z, const taprt_conv2d
 }
 
 /*
- * The node on its bands, each thread one (bands_make): the band's input
- * rows into its layout in the thread's scratch, its convolution, and its
- * result into its rows of y's planes with the residual and activation --
- * every pass on the rows the thread's own core wrote in the layer before
- * (the other split-by-pixels kernels cut the same bands), no barrier
- * between the passes, and no scratch line the other core touched.  0 when
- * done, -1 when oneDNN failed.
+ * The node on its bands (bands_make), each thread an equal share of them
+ * in order, one after another: the band's input rows into its layout in
+ * the thread's scratch, its convolution, and its result into its rows of
+ * y's planes with the residual and activation -- every pass on the rows
+ * the thread's own core wrote in the layer before (the other
+ * split-by-pixels kernels cut the same halves), no barrier between the
+ * passes, no scratch line the other core touched, and a band's result
+ * still in L2 when it is written out.  0 when done, -1 when oneDNN failed.
  */
 static int
 bands_run(Prim *p, const float *x, float *y, const float *z, const taprt_act *act)
 {
 #ifdef TAPRT_VEC8
 	const taprt_conv2d *c = &p->c;
-	const int T = p->nband;
+	const int NB = p->nband, T = p->team;
 	const int64_t OP = c->OH * c->OW;
 	const bool epi = z || act->kind != TAPRT_ACT_NONE;
 	int failed = 0;
-	#pragma omp parallel num_threads(T)
+	#pragma omp parallel num_threads(T) if (T > 1)
 	{
 		int id, nt = taprt_team(&id);
 		dnnl_stream_t s = thread_stream();
-		for (int t = id; t < T; t += nt) {
+		for (int t = NB * id / nt; t < NB * (id + 1) / nt; t++) {
 			Band *bd = &p->band[t];
 			char *buf = taprt_scratch((int64_t)(bd->src_bytes + bd->dst_bytes +
 			    bd->scr_bytes));
@@ -586,10 +608,7 @@ bands_run(Prim *p, const float *x, float *y, const float *z, const taprt_act *ac
 			}
 			const int64_t cb = bd->dcb, bP = (bd->oh1 - bd->oh0) * c->OW;
 			const int64_t o = bd->oh0 * c->OW;
-			for (int64_t m0 = 0; m0 < c->M; m0 += 8)
-				dst_block(dst + m0 / cb * cb * bP + m0 % cb, cb, y + m0 * OP + o,
-				    z ? z + m0 * OP + o : NULL, bP, OP,
-				    c->M - m0 < 8 ? (int)(c->M - m0) : 8, act, epi);
+			dst_block(dst, cb, bP, y + o, z ? z + o : NULL, bP, OP, 0, c->M, act, epi);
 		}
 	}
 	return failed ? -1 : 0;
@@ -597,6 +616,27 @@ bands_run(Prim *p, const float *x, float *y, const float *z, const taprt_act *ac
 	(void)p, (void)x, (void)y, (void)z, (void)act;
 	return -1;
 #endif
+}
+
+/* The result bytes a band aims at: its result and the input rows it reads
+ * stay in the core's L2 from the convolution to dst_block's transpose. */
+#define BAND_BYTES ((int64_t)512 << 10)
+
+/* How many bands of output rows to run a layer on for a team of T (a
+ * multiple of T: each thread its share of them, in order), or 0 for the
+ * whole primitive: one image, split by pixels where the team splits its
+ * planes so (taprt_split_pixels), and then also by size, a band's result
+ * about BAND_BYTES and at least 8 rows; on one thread only by size. */
+static int
+band_count(const taprt_conv2d *c, int T)
+{
+	if (c->N != 1 || (T > 1 && !taprt_split_pixels(c->OH * c->OW, T)))
+		return 0;
+	const int64_t bytes = c->M * c->OH * c->OW * (int64_t)sizeof(float);
+	int64_t per = (bytes + T * BAND_BYTES - 1) / (T * BAND_BYTES);
+	while (per > 1 && c->OH < 8 * T * per)
+		per--;
+	return T == 1 && per < 2 ? 0 : (int)(T * per);
 }
 
 int
@@ -611,15 +651,16 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 	if (!p)
 		return 0;
 	/* a team splitting this layer by pixels: a band a thread */
-	const int T = taprt_team_size();
-	if (c->N == 1 && taprt_split_pixels(c->OH * c->OW, T) && taprt_isa() >= TAPRT_ISA_AVX2 &&
-	    !getenv("TAPRT_NO_BANDS")) {
-		if (p->nband == 0)
-			p->nband = bands_make(p, T) == 0 ? T : -1;
-		if (p->nband == T) {
+	const int T = taprt_team_size(), NB = band_count(c, T);
+	if (NB > 0 && taprt_isa() >= TAPRT_ISA_AVX2 && !getenv("TAPRT_NO_BANDS")) {
+		if (p->nband == 0) {
+			p->nband = bands_make(p, NB) == 0 ? NB : -1;
+			p->team = T;
+		}
+		if (p->nband > 0 && p->team == T) {
 			dnnl_stream_t s = stream();
 			int bad = cx->step > 0 && weights_in(p, w, s) != 0;
-			for (int t = 0; t < T && cx->step > 0; t++)
+			for (int t = 0; t < p->nband && cx->step > 0; t++)
 				bad |= band_weights_in(p, &p->band[t], s) != 0;
 			if (bad)
 				return taprt_fail(cx, "node '%s': oneDNN's weight reorder failed",

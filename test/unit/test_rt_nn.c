@@ -980,6 +980,12 @@ conv_dnnl_cases(void)
 		case2d(1, 16, 24, 1, 97, 91, 5, 5, 2, 1, 2, 2, 1, 2),
 		case2d(1, 16, 20, 1, 97, 91, 5, 5, 2, 1, 2, 2, 1, 2),
 		case2d(1, 16, 16, 1, 50, 50, 3, 3, 1, 2, 2, 2, 2, 2),
+		/* results over 512 KiB (BAND_BYTES): several bands a thread,
+		 * one thread included -- Winograd, 100 rows in 3 bands on one
+		 * thread and 4 on two; brgconv's NHWC at stride 2 with
+		 * asymmetric pads, 75 rows likewise */
+		case2d(1, 16, 32, 1, 100, 90, 3, 3, 1, 1, 1, 1, 1, 1),
+		case2d(1, 16, 64, 1, 150, 140, 3, 3, 2, 1, 1, 0, 1, 1),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
@@ -1154,14 +1160,18 @@ test_conv_computed_weights(void)
 
 /*
  * A training program's kept oneDNN weights (cx->step > 0: the optimizer
- * changed them in place since the last call) on a plane two threads split
- * into bands, each band with weights of its own where its Winograd layout
+ * changed them in place since the last call) on planes split into bands
+ * (two threads, or one on a large result), each band with weights of its own where its Winograd layout
  * differs from the node's: every call must use the new values.
  */
 static void
 test_conv_bands_step(void)
 {
 	conv_weight_calls(64, ~0u, true, 2);
+	/* results over BAND_BYTES: two bands on one thread, two a thread
+	 * on two */
+	conv_weight_calls(128, ~0u, true, 1);
+	conv_weight_calls(150, ~0u, true, 2);
 }
 
 /* -------------------------------------------------------------- pools */
