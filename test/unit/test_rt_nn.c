@@ -30,6 +30,28 @@ set_threads(int t)
 	taprt_conv_threads(t);
 }
 
+/* cases(t) on 1 to maxt threads (on one alone without OpenMP), every
+ * parallel loop split however small (taprt_par_min 1); the thread count
+ * and the bound put back after. */
+static void
+on_threads(int maxt, void (*cases)(int t))
+{
+	int64_t saved = taprt_par_min;
+	taprt_par_min = 1;
+#ifdef _OPENMP
+	int nt = omp_get_max_threads();
+	for (int t = 1; t <= maxt; t++) {
+		set_threads(t);
+		cases(t);
+	}
+	set_threads(nt);
+#else
+	(void)maxt;
+	cases(1);
+#endif
+	taprt_par_min = saved;
+}
+
 /* true when got and want agree to a relative/absolute 1e-4; reports the
  * first difference */
 static int
@@ -1269,7 +1291,7 @@ test_maxpool(void)
  * a 256-wide window at stride 5), on 1, 2 and 3 threads.
  */
 static void
-test_maxpool_padded(void)
+maxpool_padded_cases(int t)
 {
 	static const struct { int64_t C, H, W, KH, KW, SH, SW, pt, pl, pb, pr; } cs[] = {
 		{2, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1},
@@ -1280,56 +1302,47 @@ test_maxpool_padded(void)
 		{1, 2, 5001, 2, 3, 1, 2, 0, 1, 1, 1},
 		{1, 4, 700, 1, 256, 1, 5, 0, 255, 0, 0},
 	};
-	int64_t saved = taprt_par_min;
-	taprt_par_min = 1;
-	for (int t = 1; t <= 3; t++) {
-#ifdef _OPENMP
-		int nt = omp_get_max_threads();
-		set_threads(t);
-#else
-		if (t > 1)
-			break;
-#endif
-		for (int i = 0; i < (int)NELEM(cs); i++) {
-			int64_t C = cs[i].C, H = cs[i].H, W = cs[i].W, KH = cs[i].KH, KW = cs[i].KW;
-			int64_t SH = cs[i].SH, SW = cs[i].SW, PT = cs[i].pt, PL = cs[i].pl;
-			int64_t OH = (H + PT + cs[i].pb - KH) / SH + 1;
-			int64_t OW = (W + PL + cs[i].pr - KW) / SW + 1;
-			float *x = malloc(sizeof *x * C * H * W), *y = malloc(sizeof *y * C * OH * OW);
-			float *want = malloc(sizeof *want * C * OH * OW);
-			for (int64_t j = 0; j < C * H * W; j++)
-				x[j] = (float)((j * 7919) % 1009 - 500);
-			for (int64_t c = 0; c < C; c++)
-				for (int64_t oh = 0; oh < OH; oh++)
-					for (int64_t ow = 0; ow < OW; ow++) {
-						float m = -INFINITY;
-						for (int64_t kh = 0; kh < KH; kh++)
-							for (int64_t kw = 0; kw < KW; kw++) {
-								int64_t ih = oh * SH - PT + kh, iw = ow * SW - PL + kw;
-								if (ih >= 0 && ih < H && iw >= 0 && iw < W &&
-								    x[(c * H + ih) * W + iw] > m)
-									m = x[(c * H + ih) * W + iw];
-							}
-						want[(c * OH + oh) * OW + ow] = m;
-					}
-			taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, C, H, W));
-			taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, C, OH, OW));
-			taprt_attr at[] = {A_INTS("kernel_shape", KH, KW),
-				A_INTS("pads", PT, PL, cs[i].pb, cs[i].pr), A_INTS("strides", SH, SW)};
-			pool(taprt_op_MaxPool, &tx, &ty, NULL, at, 3);
-			if (memcmp(y, want, sizeof *y * C * OH * OW) != 0) {
-				printf("\n  case %d, %d threads differs\n", i, t);
-				CU_FAIL("padded MaxPool");
-			}
-			free(x);
-			free(y);
-			free(want);
+	for (int i = 0; i < (int)NELEM(cs); i++) {
+		int64_t C = cs[i].C, H = cs[i].H, W = cs[i].W, KH = cs[i].KH, KW = cs[i].KW;
+		int64_t SH = cs[i].SH, SW = cs[i].SW, PT = cs[i].pt, PL = cs[i].pl;
+		int64_t OH = (H + PT + cs[i].pb - KH) / SH + 1;
+		int64_t OW = (W + PL + cs[i].pr - KW) / SW + 1;
+		float *x = malloc(sizeof *x * C * H * W), *y = malloc(sizeof *y * C * OH * OW);
+		float *want = malloc(sizeof *want * C * OH * OW);
+		for (int64_t j = 0; j < C * H * W; j++)
+			x[j] = (float)((j * 7919) % 1009 - 500);
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					float m = -INFINITY;
+					for (int64_t kh = 0; kh < KH; kh++)
+						for (int64_t kw = 0; kw < KW; kw++) {
+							int64_t ih = oh * SH - PT + kh, iw = ow * SW - PL + kw;
+							if (ih >= 0 && ih < H && iw >= 0 && iw < W &&
+							    x[(c * H + ih) * W + iw] > m)
+								m = x[(c * H + ih) * W + iw];
+						}
+					want[(c * OH + oh) * OW + ow] = m;
+				}
+		taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(1, C, H, W));
+		taprt_tensor ty = rt_tensor(TAPRT_F32, y, 4, DIMS(1, C, OH, OW));
+		taprt_attr at[] = {A_INTS("kernel_shape", KH, KW),
+			A_INTS("pads", PT, PL, cs[i].pb, cs[i].pr), A_INTS("strides", SH, SW)};
+		pool(taprt_op_MaxPool, &tx, &ty, NULL, at, 3);
+		if (memcmp(y, want, sizeof *y * C * OH * OW) != 0) {
+			printf("\n  case %d, %d threads differs\n", i, t);
+			CU_FAIL("padded MaxPool");
 		}
-#ifdef _OPENMP
-		set_threads(nt);
-#endif
+		free(x);
+		free(y);
+		free(want);
 	}
-	taprt_par_min = saved;
+}
+
+static void
+test_maxpool_padded(void)
+{
+	on_threads(3, maxpool_padded_cases);
 }
 
 static void
@@ -1433,7 +1446,7 @@ lin_taps(int64_t j, int64_t in, int64_t out, int64_t *i0, int64_t *i1, double *f
  * tensor, a small one.
  */
 static void
-test_resize_threads(void)
+resize_cases(int t)
 {
 	static const struct { int r; int64_t in[4], out[4]; } cs[] = {
 		{4, {1, 2, 50, 46}, {1, 2, 100, 92}},
@@ -1442,64 +1455,55 @@ test_resize_threads(void)
 		{3, {2, 80, 60}, {2, 160, 120}},
 		{4, {2, 3, 9, 7}, {2, 3, 18, 13}},
 	};
-	int64_t saved = taprt_par_min;
-	taprt_par_min = 1;
-	for (int t = 1; t <= 2; t++) {
-#ifdef _OPENMP
-		int nt = omp_get_max_threads();
-		set_threads(t);
-#else
-		if (t > 1)
-			break;
-#endif
-		for (int i = 0; i < (int)NELEM(cs); i++) {
-			int r = cs[i].r;
-			int64_t planes = 1, H = cs[i].in[r - 2], W = cs[i].in[r - 1];
-			int64_t OH = cs[i].out[r - 2], OW = cs[i].out[r - 1];
-			for (int d = 0; d < r - 2; d++)
-				planes *= cs[i].in[d];
-			float *x = malloc(sizeof *x * planes * H * W), *y = malloc(sizeof *y * planes * OH * OW);
-			float *want = malloc(sizeof *want * planes * OH * OW);
-			for (int64_t j = 0; j < planes * H * W; j++)
-				x[j] = (float)((j * 7919) % 1009 - 500) / 64;
-			for (int64_t p = 0; p < planes; p++)
-				for (int64_t oh = 0; oh < OH; oh++)
-					for (int64_t ow = 0; ow < OW; ow++) {
-						int64_t h0, h1, w0, w1;
-						double fh, fw;
-						lin_taps(oh, H, OH, &h0, &h1, &fh);
-						lin_taps(ow, W, OW, &w0, &w1, &fw);
-						const float *xp = x + p * H * W;
-						double top = (1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1];
-						double bot = (1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1];
-						want[(p * OH + oh) * OW + ow] = (float)((1 - fh) * top + fh * bot);
-					}
-			int64_t sz[4];
-			for (int d = 0; d < r; d++)
-				sz[d] = cs[i].out[d];
-			taprt_tensor tx = rt_tensor(TAPRT_F32, x, r, cs[i].in);
-			taprt_tensor ts = rt_tensor(TAPRT_I64, sz, 1, DIMS(r));
-			taprt_tensor ty = rt_tensor(TAPRT_F32, y, r, cs[i].out);
-			taprt_tensor *in[] = {&tx, NULL, NULL, &ts}, *out[] = {&ty};
-			taprt_attr at[] = {A_STR("mode", "linear")};
-			taprt_node n = rt_node(in, 4, out, 1, at, 1);
-			taprt_ctx cx;
-			memset(&cx, 0, sizeof cx);
-			taprt_op_Resize(&cx, &n);
-			CU_ASSERT(!cx.error[0]);
-			bool ok = close_f(y, want, planes * OH * OW);
-			CU_ASSERT(ok);
-			if (!ok)
-				printf("  case %d, %d threads\n", i, t);
-			free(x);
-			free(y);
-			free(want);
-		}
-#ifdef _OPENMP
-		set_threads(nt);
-#endif
+	for (int i = 0; i < (int)NELEM(cs); i++) {
+		int r = cs[i].r;
+		int64_t planes = 1, H = cs[i].in[r - 2], W = cs[i].in[r - 1];
+		int64_t OH = cs[i].out[r - 2], OW = cs[i].out[r - 1];
+		for (int d = 0; d < r - 2; d++)
+			planes *= cs[i].in[d];
+		float *x = malloc(sizeof *x * planes * H * W), *y = malloc(sizeof *y * planes * OH * OW);
+		float *want = malloc(sizeof *want * planes * OH * OW);
+		for (int64_t j = 0; j < planes * H * W; j++)
+			x[j] = (float)((j * 7919) % 1009 - 500) / 64;
+		for (int64_t p = 0; p < planes; p++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					int64_t h0, h1, w0, w1;
+					double fh, fw;
+					lin_taps(oh, H, OH, &h0, &h1, &fh);
+					lin_taps(ow, W, OW, &w0, &w1, &fw);
+					const float *xp = x + p * H * W;
+					double top = (1 - fw) * xp[h0 * W + w0] + fw * xp[h0 * W + w1];
+					double bot = (1 - fw) * xp[h1 * W + w0] + fw * xp[h1 * W + w1];
+					want[(p * OH + oh) * OW + ow] = (float)((1 - fh) * top + fh * bot);
+				}
+		int64_t sz[4];
+		for (int d = 0; d < r; d++)
+			sz[d] = cs[i].out[d];
+		taprt_tensor tx = rt_tensor(TAPRT_F32, x, r, cs[i].in);
+		taprt_tensor ts = rt_tensor(TAPRT_I64, sz, 1, DIMS(r));
+		taprt_tensor ty = rt_tensor(TAPRT_F32, y, r, cs[i].out);
+		taprt_tensor *in[] = {&tx, NULL, NULL, &ts}, *out[] = {&ty};
+		taprt_attr at[] = {A_STR("mode", "linear")};
+		taprt_node n = rt_node(in, 4, out, 1, at, 1);
+		taprt_ctx cx;
+		memset(&cx, 0, sizeof cx);
+		taprt_op_Resize(&cx, &n);
+		CU_ASSERT(!cx.error[0]);
+		bool ok = close_f(y, want, planes * OH * OW);
+		CU_ASSERT(ok);
+		if (!ok)
+			printf("  case %d, %d threads\n", i, t);
+		free(x);
+		free(y);
+		free(want);
 	}
-	taprt_par_min = saved;
+}
+
+static void
+test_resize_threads(void)
+{
+	on_threads(2, resize_cases);
 }
 
 void
