@@ -494,6 +494,15 @@ def convtranspose_cases():
     convt_case("3d_no_bias", [2, 2, 2, 2, 3], [2, 3, 2, 2, 2], strides=[1, 2, 2], dil=[2, 1, 1], bias=False)
     convt_case("2d_f64", [1, 3, 3, 3], [3, 2, 3, 3], strides=[2, 2], pads=[1, 0, 0, 1], dtype=np.float64)
     convt_case("2d_opset1", [1, 2, 3, 3], [2, 2, 2, 2], strides=[2, 2], opset=1)
+    # taps that never meet ((k - 1) * dilation < stride): the runtime writes each output once
+    convt_case("2d_k2s2_unet", [2, 6, 5, 7], [6, 4, 2, 2], strides=[2, 2])
+    convt_case("2d_k2s2_groups_pads", [1, 4, 4, 5], [4, 3, 2, 2], group=2, strides=[2, 2],
+               pads=[1, 0, 0, 1], opad=[1, 1])
+    convt_case("2d_k2s3_dil2_opad", [1, 3, 3, 4], [3, 2, 2, 2], strides=[3, 3], dil=[2, 1],
+               opad=[2, 1], bias=False)
+    convt_case("1d_k3s4_same_upper", [2, 2, 5], [2, 3, 3], strides=[4], auto_pad="SAME_UPPER")
+    convt_case("3d_k2s2", [1, 2, 2, 3, 2], [2, 3, 2, 2, 2], strides=[2, 2, 2], pads=[0, 1, 0, 1, 0, 0])
+    convt_case("2d_k2s2_f64", [1, 3, 3, 4], [3, 2, 2, 2], strides=[2, 2], dtype=np.float64)
 
 
 # ------------------------------------------------------- 3-D, one depth slice in
