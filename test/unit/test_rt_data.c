@@ -6,6 +6,7 @@
  * against a naive index-by-index reference.
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/internal.h"
@@ -248,6 +249,93 @@ test_split(void)
 	taprt_op_Split(NULL, &n);
 	CHECK(g, ((float[]){0, 1, 2, 3, 4, 5}), 6);
 	CHECK(h, ((float[]){6, 7, 8, 9, 10, 11}), 6);
+}
+
+/*
+ * Concat and Split of larger tensors on 1 to 3 threads, every loop split
+ * (taprt_par_min 1): pieces of odd lengths (cut within a piece, at lines of
+ * the result, when the blocks are few; whole blocks a thread when there are
+ * at least four a thread), and 300 inputs (more than one batch of pieces).
+ * Against an element-by-element reference; Split takes the result apart
+ * again and must give back the inputs.
+ */
+static void
+concat_split_case(int nin, int64_t outer, const int64_t *len, int64_t inner)
+{
+	int64_t tot = 0;
+	for (int i = 0; i < nin; i++)
+		tot += len[i];
+	float *y = malloc(outer * tot * inner * sizeof *y);
+	float *want = malloc(outer * tot * inner * sizeof *want);
+	float **x = malloc(nin * sizeof *x), **back = malloc(nin * sizeof *back);
+	taprt_tensor *tx = malloc(nin * sizeof *tx), *tb = malloc(nin * sizeof *tb);
+	taprt_tensor **in = malloc(nin * sizeof *in), **outs = malloc(nin * sizeof *outs);
+	int64_t at = 0;
+	for (int i = 0; i < nin; i++) {
+		int64_t cnt = outer * len[i] * inner;
+		x[i] = malloc((cnt ? cnt : 1) * sizeof **x);
+		back[i] = calloc(cnt ? cnt : 1, sizeof **back);
+		for (int64_t e = 0; e < cnt; e++)
+			x[i][e] = (float)(i * 100000 + e);
+		for (int64_t k = 0; k < outer; k++)
+			for (int64_t j = 0; j < len[i] * inner; j++)
+				want[(k * tot + at) * inner + j] = x[i][k * len[i] * inner + j];
+		at += len[i];
+		tx[i] = rt_tensor(TAPRT_F32, x[i], 3, DIMS(outer, len[i], inner));
+		tb[i] = rt_tensor(TAPRT_F32, back[i], 3, DIMS(outer, len[i], inner));
+		in[i] = &tx[i];
+		outs[i] = &tb[i];
+	}
+	taprt_tensor ty = rt_tensor(TAPRT_F32, y, 3, DIMS(outer, tot, inner));
+	taprt_tensor *out[] = {&ty}, *yin[] = {&ty};
+	taprt_attr at1[] = {attr_i("axis", 1)};
+	memset(y, 0xff, outer * tot * inner * sizeof *y);
+	taprt_node n = rt_node(in, nin, out, 1, at1, 1);
+	taprt_op_Concat(NULL, &n);
+	CHECK(y, want, outer * tot * inner);
+	n = rt_node(yin, 1, outs, nin, at1, 1);
+	taprt_op_Split(NULL, &n);
+	for (int i = 0; i < nin; i++) {
+		CHECK(back[i], x[i], outer * len[i] * inner);
+		free(x[i]);
+		free(back[i]);
+	}
+	free(x);
+	free(back);
+	free(tx);
+	free(tb);
+	free(in);
+	free(outs);
+	free(y);
+	free(want);
+}
+
+static void
+test_concat_split_threads(void)
+{
+	int64_t saved = taprt_par_min, len[300];
+	taprt_par_min = 1;
+#ifdef _OPENMP
+	int nt = omp_get_max_threads();
+	for (int t = 1; t <= 3; t++) {
+		omp_set_num_threads(t);
+#endif
+		/* one block (a U-Net's skip Concat): each piece cut on the team */
+		concat_split_case(3, 1, (int64_t[]){37, 100, 5}, 129);
+		/* few blocks, pieces shorter than a line */
+		concat_split_case(2, 5, (int64_t[]){3, 1}, 3);
+		/* many blocks (GPT-2's QKV Split): whole blocks a thread */
+		concat_split_case(3, 40, (int64_t[]){16, 16, 16}, 7);
+		/* an empty input among them */
+		concat_split_case(3, 13, (int64_t[]){4, 0, 9}, 5);
+		for (int i = 0; i < 300; i++)
+			len[i] = 1 + i % 3;
+		concat_split_case(300, 2, len, 17);
+#ifdef _OPENMP
+	}
+	omp_set_num_threads(nt);
+#endif
+	taprt_par_min = saved;
 }
 
 /* ----------------------------------------------------------------- Slice */
@@ -687,6 +775,7 @@ suite_rt_data(CU_pSuite s)
 	ADD(s, test_transpose_4d);
 	ADD(s, test_concat);
 	ADD(s, test_split);
+	ADD(s, test_concat_split_threads);
 	ADD(s, test_slice);
 	ADD(s, test_gather);
 	ADD(s, test_expand);
