@@ -28,6 +28,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "runtime/internal.h"
 #include "runtime/vact.h"
@@ -75,8 +76,8 @@ typedef int vi_##S __attribute__((vector_size(VW * 4)));                        
 TAPRT_VACT(act_##S, vf_##S, vi_##S, PW_ATTR_##S)                                  \
                                                                                   \
 static inline __attribute__((always_inline, PW_ATTR_##S)) void                        \
-pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,     \
-    int64_t ldy, const float *bias, const float *z, const taprt_act *act,         \
+pw_tile_##S(const float *w, int64_t ldw, int64_t C, const float *x, int64_t ldx,  \
+    float *y, int64_t ldy, const float *bias, const float *z, const taprt_act *act, \
     bool epi, int mr, int nv)                                                     \
 {                                                                                 \
 	vf_##S acc[MR][NV];                                                       \
@@ -88,7 +89,7 @@ pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,   
 		for (int j = 0; j < nv; j++)                                      \
 			xv[j] = *(const vf_##S *)(x + c * ldx + j * VW);          \
 		for (int i = 0; i < mr; i++) {                                    \
-			vf_##S wv = w[i * C + c] - (vf_##S){0};                   \
+			vf_##S wv = w[i * ldw + c] - (vf_##S){0};                 \
 			for (int j = 0; j < nv; j++)                              \
 				acc[i][j] += wv * xv[j];                          \
 		}                                                                 \
@@ -108,13 +109,13 @@ pw_tile_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,   
 /* Filters [m0, m1) over pixel columns [0, nv*VW) of x; epi: z and act in     \
  * the tile. */                                                                   \
 static __attribute__((PW_ATTR_##S)) void                                               \
-pw_rows_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,     \
-    int64_t ldy, const float *bias, const float *z, const taprt_act *act,         \
+pw_rows_##S(const float *w, int64_t ldw, int64_t C, const float *x, int64_t ldx,  \
+    float *y, int64_t ldy, const float *bias, const float *z, const taprt_act *act, \
     bool epi, int64_t m0, int64_t m1, int nv)                                     \
 {                                                                                 \
 	for (int64_t m = m0; m < m1; m += MR) {                                   \
 		int mr = m1 - m < MR ? (int)(m1 - m) : MR;                        \
-		const float *wm = w + m * C, *bm = bias ? bias + m : NULL;        \
+		const float *wm = w + m * ldw, *bm = bias ? bias + m : NULL;      \
 		const float *zm = z ? z + m * ldy : NULL;                         \
 		float *ym = y + m * ldy;                                          \
 		/* one inlined tile per (mr, nv): the loops unroll fully */       \
@@ -127,7 +128,7 @@ pw_rows_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,   
 /* the switch's cases: every tile shape up to MR x NV */
 #define PW_T(S, MRV, NVV)                                                         \
 	case MRV * 8 + NVV:                                                       \
-		pw_tile_##S(wm, C, x, ldx, ym, ldy, bm, zm, act, epi, MRV, NVV);  \
+		pw_tile_##S(wm, ldw, C, x, ldx, ym, ldy, bm, zm, act, epi, MRV, NVV); \
 		break;
 #define PW_NV4(S, MRV) PW_T(S, MRV, 1) PW_T(S, MRV, 2) PW_T(S, MRV, 3) PW_T(S, MRV, 4)
 #define PW_NV2(S, MRV) PW_T(S, MRV, 1) PW_T(S, MRV, 2)
@@ -141,8 +142,8 @@ pw_rows_##S(const float *w, int64_t C, const float *x, int64_t ldx, float *y,   
 PW_IMPL(z16, 16, 6, 4)
 PW_IMPL(y8, 8, 6, 2)
 
-typedef void (*pw_rows_fn)(const float *, int64_t, const float *, int64_t, float *, int64_t,
-    const float *, const float *, const taprt_act *, bool, int64_t, int64_t, int);
+typedef void (*pw_rows_fn)(const float *, int64_t, int64_t, const float *, int64_t, float *,
+    int64_t, const float *, const float *, const taprt_act *, bool, int64_t, int64_t, int);
 
 /* The variant for this CPU (taprt_isa): its rows function and pixels per
  * block; NULL below AVX2. */
@@ -164,6 +165,9 @@ pw_variant(int *nb)
 #endif /* PW_X86 */
 
 #ifdef PW_X86
+/* The channel split (pw_channels) for planes of fewer pixels than this */
+#define PW_CHANNELS_P 512
+
 /* The geometry of one call, for pw_span. */
 typedef struct {
 	pw_rows_fn rows;
@@ -172,6 +176,7 @@ typedef struct {
 	const taprt_act *act;
 	int64_t C, P, vw, bv, nvec, tail;
 	bool tile_epi;
+	int64_t ldw;            /* w's rows apart (C, or more for a share of the channels) */
 } pw_call;
 
 /* Filters [m0, m1) over the pixel units [v, v1): vectors, unit nvec the
@@ -186,8 +191,8 @@ pw_span(const pw_call *k, int64_t m0, int64_t m1, int64_t v, int64_t v1)
 		int nv = (int)((v1 < nvec ? v1 : nvec) - v);
 		nv = nv < k->bv ? nv : (int)k->bv;
 		const int64_t p0 = v * vw, np = (int64_t)nv * vw;
-		k->rows(w, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, k->act, k->tile_epi,
-		    m0, m1, nv);
+		k->rows(w, k->ldw, C, x + p0, P, y + p0, P, bias, z ? z + p0 : NULL, k->act,
+		    k->tile_epi, m0, m1, nv);
 		if (!k->tile_epi)
 			for (int64_t m = m0; m < m1; m++)
 				taprt_epilogue_f32(y + m * P + p0, np, 0, z ? z + m * P + p0 : NULL,
@@ -198,7 +203,7 @@ pw_span(const pw_call *k, int64_t m0, int64_t m1, int64_t v, int64_t v1)
 		/* the last P % vw columns, too few for a vector: the GEMM
 		 * library's (gemv for one), then the epilogue element-wise */
 		const int64_t p0 = P - tail;
-		taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * C, C, x + p0, P, 0.0f,
+		taprt_sgemm(false, false, m1 - m0, tail, C, 1.0f, w + m0 * k->ldw, k->ldw, x + p0, P, 0.0f,
 		    y + m0 * P + p0, P);
 		for (int64_t m = m0; m < m1; m++)
 			for (int64_t j = 0; j < tail; j++) {
@@ -215,6 +220,43 @@ pw_chunks(const pw_call *k, int64_t M, int64_t v0, int64_t v1)
 	for (int64_t m0 = 0; m0 < M && v0 < v1; m0 += 48)
 		pw_span(k, m0, m0 + 48 < M ? m0 + 48 : M, v0, v1);
 }
+
+/*
+ * The channel split (below): thread id of T computes the partial product
+ * of its share of the channels, all filters and pixels, into part[id]
+ * ([M][P], mp floats apart); after a barrier each thread sums the T
+ * partials of its share of the filters with the bias, residual and
+ * activation into y.
+ */
+static void
+pw_channels(const pw_call *k, int64_t M, float *part, int64_t mp, int id, int T)
+{
+	static const taprt_act none = {TAPRT_ACT_NONE};
+	const int64_t C = k->C, P = k->P, c0 = C * id / T, c1 = C * (id + 1) / T;
+	pw_call kt = *k;
+	kt.w = k->w + c0;
+	kt.x = k->x + c0 * P;
+	kt.C = c1 - c0;
+	kt.bias = kt.z = NULL;
+	kt.y = part + id * mp;
+	kt.act = &none;
+	kt.tile_epi = true;
+	pw_chunks(&kt, M, 0, k->nvec + (k->tail > 0));
+	#pragma omp barrier
+	for (int64_t m = M * id / T; m < M * (id + 1) / T; m++) {
+		float *restrict ym = k->y + m * P;
+		const float *restrict p0 = part + m * P;
+		for (int64_t j = 0; j < P; j++)
+			ym[j] = p0[j];
+		for (int t = 1; t < T; t++) {
+			const float *restrict pt = part + t * mp + m * P;
+			for (int64_t j = 0; j < P; j++)
+				ym[j] += pt[j];
+		}
+		taprt_epilogue_f32(ym, P, k->bias ? k->bias[m] : 0, k->z ? k->z + m * P : NULL,
+		    k->act);
+	}
+}
 #endif /* PW_X86 */
 
 /*
@@ -226,15 +268,20 @@ pw_chunks(const pw_call *k, int64_t M, int64_t v0, int64_t v1)
  * past.  A team splits by pixels where the plane is large enough
  * (taprt_split_pixels): each thread every chunk over one contiguous band
  * of the units (the tail one unit), the band the layer before it wrote
- * and the one after reads.  Smaller planes (7x7) split by filters: nmc
- * chunks made equal (64 filters are 32 + 32, not 48 + 16), and each thread
- * one contiguous share of the chunk-major sequence of units (within one
- * unit of equal: at 7x7, three vectors and a tail per chunk, whole chunks
- * left one thread a third more to do).
+ * and the one after reads.  Smaller planes (14x14, 7x7) with fewer
+ * filters than channels (MobileNet's projections) split by channels
+ * (pw_channels): each thread reads only its share of x -- the share the
+ * kernel before it wrote, split by channels at these sizes -- and the
+ * partial products, M * P where x is C * P, are what crosses between the
+ * cores.  The rest split by filters: nmc chunks made equal (64 filters are
+ * 32 + 32, not 48 + 16), and each thread one contiguous share of the
+ * chunk-major sequence of units (within one unit of equal: at 7x7, three
+ * vectors and a tail per chunk, whole chunks left one thread a third more
+ * to do).
  */
 int
 taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float *z, float *y,
-    int64_t M, int64_t C, int64_t P, const taprt_act *act)
+    int64_t M, int64_t C, int64_t P, const taprt_act *act, bool may_scratch)
 {
 #ifdef PW_X86
 	int nb = 0;
@@ -243,7 +290,7 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 		return 0;
 	const int vw = nb / (nb == 64 ? 4 : 2);
 	pw_call k = {rows, w, x, bias, z, y, act, C, P, vw, nb / vw, P / vw, P % vw,
-		taprt_vact_ok(act)};
+		taprt_vact_ok(act), C};
 	const int64_t per = k.nvec + (k.tail > 0);
 	const int T = TAPRT_PAR(M * C * P / 8) ? taprt_team_size() : 1;
 	if (T == 1) {
@@ -255,6 +302,19 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 		{
 			int id, nt = taprt_team(&id);
 			pw_chunks(&k, M, per * id / nt, per * (id + 1) / nt);
+		}
+		return 1;
+	}
+	if (may_scratch && M < C && P < PW_CHANNELS_P && C >= 16 * T &&
+	    !getenv("TAPRT_PW_NO_CHANNELS")) {
+		const int64_t mp = (M * P + 15) / 16 * 16;
+		float *part = taprt_scratch(T * mp * (int64_t)sizeof(float));
+		if (!part)
+			return -1;
+		#pragma omp parallel num_threads(T)
+		{
+			int id, nt = taprt_team(&id);
+			pw_channels(&k, M, part, mp, id, nt);
 		}
 		return 1;
 	}
@@ -272,6 +332,7 @@ taprt_conv_pw_f32(const float *w, const float *x, const float *bias, const float
 	}
 	return 1;
 #else
+	(void)may_scratch;
 	return 0;
 #endif
 }

@@ -371,10 +371,11 @@ int taprt_conv_dw_f32(const float *x, const float *w, const float *b, const floa
 /*
  * Pointwise Conv of one image and group (conv_pw.c): y[M,P] = act(w[M,C] @
  * x[C,P] + b + z).  Returns 1 when done, 0 when declined (no kernel for this
- * CPU: the caller runs the GEMM).
+ * CPU: the caller runs the GEMM), -1 out of memory.  may_scratch: x is not
+ * in the thread's scratch buffer, which the kernel may then use.
  */
 int taprt_conv_pw_f32(const float *w, const float *x, const float *b, const float *z, float *y,
-    int64_t M, int64_t C, int64_t P, const taprt_act *act);
+    int64_t M, int64_t C, int64_t P, const taprt_act *act, bool may_scratch);
 
 /*
  * c[M,N] = act(op(a) @ op(b) (+ c when acc) + bias[N] + z[M,N]) for a b that

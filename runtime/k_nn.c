@@ -1088,7 +1088,8 @@ conv_f32(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w, con
 			for (int64_t gi = 0; gi < G && rc > 0; gi++) {
 				int64_t o = (b * M + gi * Mg) * P;
 				rc = taprt_conv_pw_f32(w + gi * Mg * Cg, xb + gi * Cg * P,
-				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act);
+				    bias ? bias + gi * Mg : NULL, z ? z + o : NULL, y + o, Mg, Cg, P, act,
+				    direct);
 			}
 		}
 		if (rc)

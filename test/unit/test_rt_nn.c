@@ -893,6 +893,14 @@ conv_pointwise_cases(void)
 		 * thread on 2 and 3 threads (taprt_split_pixels), the tail in
 		 * the last band */
 		case2d(2, 24, 40, 1, 50, 63, 1, 1, 1, 1, 0, 0, 0, 0),
+		/* fewer filters than channels on planes under 512 pixels
+		 * (MobileNet's projections): on 2 and 3 threads a share of
+		 * the channels each, the partial products summed by filters
+		 * (pw_channels); 7x7's last column, channel shares of 16
+		 * and 17, two images */
+		case2d(1, 96, 40, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(1, 288, 96, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0),
+		case2d(2, 50, 7, 1, 9, 11, 1, 1, 1, 1, 0, 0, 0, 0),
 	};
 	for (int i = 0; i < (int)NELEM(cs); i++) {
 		CU_ASSERT(fused_check(&cs[i], "", NULL, 0, false));
@@ -905,6 +913,9 @@ conv_pointwise_cases(void)
 	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
 	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, true));
 	CU_ASSERT(fused_check(&p, "Gelu", NULL, 0, true));
+	p = case2d(1, 96, 40, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0);
+	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, true));
+	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
 }
 
 static void
