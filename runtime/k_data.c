@@ -457,45 +457,56 @@ span(const taprt_tensor *t, int from, int to)
  * (NULL: none), into cat (gather) or out of it.  On the team from
  * taprt_par_min elements (of 4 bytes): with at least four blocks a thread
  * each thread takes a contiguous share of the blocks, else a share of
- * every piece, cut on 64-byte lines of cat, so each piece is copied
- * at the team's bandwidth and no line of the result is written by two
- * threads.  Serial, GPT-2's Split of the QKV product (4.7 MB) took 0.64 ms
- * of a forward at two threads as at one.
+ * every piece (blocks_share: thread id of nt), cut on 64-byte lines of
+ * cat, so that a piece is copied at the team's bandwidth and no line inside
+ * it is written by two threads.  Serial, GPT-2's Split of the QKV product
+ * (4.7 MB) took 0.64 ms of a forward at two threads as at one.
  */
+static void
+blocks_share(char *cat, int64_t orow, int64_t outer, char *const *part, const int64_t *row,
+    const int64_t *at, int np, bool gather, int id, int nt)
+{
+	const bool by_block = outer >= 4 * (int64_t)nt;
+	const int64_t k0 = by_block ? outer * id / nt : 0;
+	const int64_t k1 = by_block ? outer * (id + 1) / nt : outer;
+	for (int64_t k = k0; k < k1; k++)
+		for (int i = 0; i < np; i++) {
+			if (!part[i] || row[i] == 0)
+				continue;
+			char *c = cat + k * orow + at[i], *p = part[i] + k * row[i];
+			int64_t lo = 0, hi = row[i];
+			if (!by_block) {
+				/* thread j's share starts at the line of cat
+				 * nearest row[i] * j / nt (the piece's ends
+				 * excepted) */
+				uintptr_t base = (uintptr_t)c;
+				lo = id == 0 ? 0 : (int64_t)(((base + (uintptr_t)(row[i] * id / nt) + 32) &
+				    ~(uintptr_t)63) - base);
+				hi = id == nt - 1 ? row[i] : (int64_t)(((base +
+				    (uintptr_t)(row[i] * (id + 1) / nt) + 32) & ~(uintptr_t)63) - base);
+				lo = lo < 0 ? 0 : lo > row[i] ? row[i] : lo;
+				hi = hi < lo ? lo : hi > row[i] ? row[i] : hi;
+			}
+			if (gather)
+				copy(c + lo, p + lo, hi - lo);
+			else
+				copy(p + lo, c + lo, hi - lo);
+		}
+}
+
 static void
 blocks_copy(char *cat, int64_t orow, int64_t outer, char *const *part, const int64_t *row,
     const int64_t *at, int np, bool gather)
 {
 	const int T = TAPRT_PAR(outer * orow / 4) ? taprt_team_size() : 1;
-	#pragma omp parallel num_threads(T) if (T > 1)
+	if (T == 1) {   /* no team at all: shape arithmetic's Concats are tiny */
+		blocks_share(cat, orow, outer, part, row, at, np, gather, 0, 1);
+		return;
+	}
+	#pragma omp parallel num_threads(T)
 	{
 		int id, nt = taprt_team(&id);
-		const bool by_block = outer >= 4 * (int64_t)nt;
-		const int64_t k0 = by_block ? outer * id / nt : 0;
-		const int64_t k1 = by_block ? outer * (id + 1) / nt : outer;
-		for (int64_t k = k0; k < k1; k++)
-			for (int i = 0; i < np; i++) {
-				if (!part[i] || row[i] == 0)
-					continue;
-				char *c = cat + k * orow + at[i], *p = part[i] + k * row[i];
-				int64_t lo = 0, hi = row[i];
-				if (!by_block) {
-					/* thread j's share starts at the line of cat
-					 * nearest row[i] * j / nt (the piece's ends
-					 * excepted) */
-					uintptr_t base = (uintptr_t)c;
-					lo = id == 0 ? 0 : (int64_t)(((base + (uintptr_t)(row[i] * id / nt) + 32) &
-					    ~(uintptr_t)63) - base);
-					hi = id == nt - 1 ? row[i] : (int64_t)(((base +
-					    (uintptr_t)(row[i] * (id + 1) / nt) + 32) & ~(uintptr_t)63) - base);
-					lo = lo < 0 ? 0 : lo > row[i] ? row[i] : lo;
-					hi = hi < lo ? lo : hi > row[i] ? row[i] : hi;
-				}
-				if (gather)
-					copy(c + lo, p + lo, hi - lo);
-				else
-					copy(p + lo, c + lo, hi - lo);
-			}
+		blocks_share(cat, orow, outer, part, row, at, np, gather, id, nt);
 	}
 }
 
