@@ -1706,7 +1706,9 @@ pool2d_f32(const float *x, float *y, const geom *g, bool avg)
  * goes into a row t (contiguous loads, one vector op per 16 columns and
  * tap row), then each output column takes the maximum over its window's
  * columns of t: KH times fewer strided reads than a pass per tap over
- * the output row (0.44 -> 0.14 ms for ResNet-18's pool, one thread).
+ * the output row (0.44 -> 0.14 ms for ResNet-18's pool, one thread);
+ * tap rows three at a time, and the 3-wide stride-2 window in one pass
+ * (0.262 -> 0.175 ms with the input in cache).
  * Columns of t outside the input are -inf, which is what skipping the
  * pads' taps gives; a row of output columns goes in chunks so that t
  * fits a fixed buffer.  NaN: never kept (v > m is false), as the general
@@ -1714,6 +1716,13 @@ pool2d_f32(const float *x, float *y, const geom *g, bool avg)
  * either.
  */
 enum { MP_TAPS = 256, MP_T = 2048 };
+
+/* the larger of m and v, m where v is NaN */
+static inline float
+mp_max(float m, float v)
+{
+	return v > m ? v : m;
+}
 
 static bool
 maxpool2d_padded(const geom *g)
@@ -1742,18 +1751,43 @@ maxpool2d_plane_f32(const float *restrict x, float *restrict y, const geom *g)
 			/* t[j] is input column c0 + j */
 			const int64_t c0 = o0 * SW - PW, n = (o1 - 1 - o0) * SW + KW;
 			const int64_t j0 = c0 < 0 ? -c0 : 0, j1 = c0 + n > IW ? IW - c0 : n;
-			for (int64_t j = 0; j < n; j++)
+			for (int64_t j = 0; j < j0; j++)
 				t[j] = -INFINITY;
-			for (int64_t kh = 0; kh < KH; kh++) {
+			for (int64_t j = j1; j < n; j++)
+				t[j] = -INFINITY;
+			/* the taps' rows inside the input, three at a time */
+			const float *r[3];
+			int nr = 0;
+			bool first = true;
+			for (int64_t kh = 0; kh <= KH; kh++) {
 				const int64_t ih = oh * SH - PH + kh;
-				if (ih < 0 || ih >= IH)
+				if (kh < KH && ih >= 0 && ih < IH)
+					r[nr++] = x + ih * IW + c0;
+				if (nr < 3 && kh < KH)
 					continue;
-				const float *xr = x + ih * IW;
-				for (int64_t j = j0; j < j1; j++)
-					t[j] = xr[c0 + j] > t[j] ? xr[c0 + j] : t[j];
+				if (nr == 0)
+					break;
+				const float *a = r[0], *b = r[nr > 1], *c = r[nr - 1];
+				if (first)
+					for (int64_t j = j0; j < j1; j++)
+						t[j] = mp_max(mp_max(mp_max(-INFINITY, a[j]), b[j]), c[j]);
+				else
+					for (int64_t j = j0; j < j1; j++)
+						t[j] = mp_max(mp_max(mp_max(t[j], a[j]), b[j]), c[j]);
+				first = false;
+				nr = 0;
 			}
+			if (first)
+				for (int64_t j = j0; j < j1; j++)
+					t[j] = -INFINITY;
 			float *yo = y + o0;
 			const int64_t m = o1 - o0;
+			if (KW == 3 && SW == 2) { /* the common pool: one pass */
+				for (int64_t i = 0; i < m; i++)
+					yo[i] = mp_max(mp_max(mp_max(-INFINITY, t[2 * i]),
+					    t[2 * i + 1]), t[2 * i + 2]);
+				continue;
+			}
 			for (int64_t i = 0; i < m; i++)
 				yo[i] = -INFINITY;
 			for (int64_t kw = 0; kw < KW; kw++) {
