@@ -39,10 +39,11 @@
 
 #ifdef PW_X86
 
+/* t within [0, 1]; NaN stays NaN */
 static inline float
 clamp01(float t)
 {
-	return t < 1 ? (t > 0 ? t : 0) : 1;
+	return t > 1 ? 1 : t < 0 ? 0 : t;
 }
 
 /* One element's activation, k_elementwise.c's formulas. */

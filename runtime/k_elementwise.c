@@ -197,7 +197,7 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 }
 
 /* fmax(0, fmin(1, t)) as selects that vectorize (NaN -> 1, like fmin) */
-#define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
+#define CLAMP01(t) ((t) > 1 ? 1 : (t) < 0 ? 0 : (t))  /* NaN stays NaN */
 
 void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)

@@ -527,7 +527,7 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 	return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
 }
 
-#define CLAMP01(t) ((t) < 1 ? ((t) > 0 ? (t) : 0) : 1)
+#define CLAMP01(t) ((t) > 1 ? 1 : (t) < 0 ? 0 : (t))  /* NaN stays NaN */
 
 /* EPI(expression of v) for a's activation, the same expressions as
  * k_elementwise.c's kernels: one loop per activation, so each vectorizes. */

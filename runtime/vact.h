@@ -28,10 +28,11 @@ taprt_vact_ok(const taprt_act *a)
 	return a->kind != TAPRT_ACT_GELU;
 }
 
-/* lane-wise max and min of x and y (locals), by masks: the scalar
- * formulas' comparisons, lane by lane */
-#define TAPRT_VMAX_(VF, VI, x, y) ((VF)(((VI)(x) & ((x) > (y))) | ((VI)(y) & ~((x) > (y)))))
-#define TAPRT_VMIN_(VF, VI, x, y) ((VF)(((VI)(x) & ((x) < (y))) | ((VI)(y) & ~((x) < (y)))))
+/* lane-wise min(x, 1) then max(.., 0) of x (a local), by masks: x > 1 ? 1
+ * : x < 0 ? 0 : x, the scalar formula's comparisons, so that NaN stays NaN
+ * (numpy's clip, onnx's reference) */
+#define TAPRT_VMIN1_(VF, VI, x, one) ((VF)(((VI)(one) & ((x) > (one))) | ((VI)(x) & ~((x) > (one)))))
+#define TAPRT_VMAX0_(VF, VI, x, zero) ((VF)(((VI)(zero) & ((x) < (zero))) | ((VI)(x) & ~((x) < (zero)))))
 #define TAPRT_VACT(NAME, VF, VI, ...)                                             \
 static inline __attribute__((always_inline, __VA_ARGS__)) void                    \
 NAME(VF *p, const taprt_act *a)                                                   \
@@ -51,16 +52,15 @@ NAME(VF *p, const taprt_act *a)                                                 
 		break;                                                            \
 	}                                                                         \
 	case TAPRT_ACT_HARDSIGMOID:                                               \
-		v = v * a->a + a->b;                                              \
-		t = TAPRT_VMAX_(VF, VI, v, zero);                                 \
-		*p = TAPRT_VMIN_(VF, VI, t, one);                                 \
+		t = v * a->a + a->b;                                              \
+		t = TAPRT_VMIN1_(VF, VI, t, one);                                 \
+		*p = TAPRT_VMAX0_(VF, VI, t, zero);                               \
 		break;                                                            \
-	case TAPRT_ACT_HARDSWISH: {                                               \
-		VF u = v * (1.0f / 6) + 0.5f;                                     \
-		t = TAPRT_VMAX_(VF, VI, u, zero);                                 \
-		*p = v * TAPRT_VMIN_(VF, VI, t, one);                             \
+	case TAPRT_ACT_HARDSWISH:                                                 \
+		t = v * (1.0f / 6) + 0.5f;                                        \
+		t = TAPRT_VMIN1_(VF, VI, t, one);                                 \
+		*p = v * TAPRT_VMAX0_(VF, VI, t, zero);                           \
 		break;                                                            \
-	}                                                                         \
 	case TAPRT_ACT_LEAKYRELU: {                                               \
 		t = v * a->a;                                                     \
 		VI m = v < zero;                                                  \

@@ -3,12 +3,12 @@
 # reduction operators, written to OUTDIR/test_tapc_<name>/ in the layout of the official
 # cases (model.onnx, test_data_set_0/input_N.pb and output_N.pb).
 #
-# What the official cases leave out: NaN through Relu, Clip, ReduceMax and ReduceMin (it
-# stays NaN, as numpy and onnx's reference keep it); Clip with its min above its max (every
+# What the official cases leave out: NaN through Relu, Clip, HardSigmoid, HardSwish, ReduceMax
+# and ReduceMin (it stays NaN, as numpy and onnx's reference keep it); Clip with its min above its max (every
 # value becomes max: min(max(x, lo), hi)) on f32 and i32, and its default bounds, which are
 # the type's lowest() and max() and so clip infinities; ReduceSumSquare with
-# noop_with_empty_axes (the input squared); and the same Clip and Relu fused into a
-# convolution's epilogue (1x1, depthwise and direct kernels), where each kernel has its own
+# noop_with_empty_axes (the input squared); and the same Clip, Relu, HardSigmoid and HardSwish
+# fused into a convolution's epilogue (1x1, depthwise and direct kernels), where each kernel has its own
 # copy of the activation.
 #
 # References are independent of tapc: numpy from the operator spec, torch's conv2d for the
@@ -79,6 +79,13 @@ def elementwise(out):
           [("x", x)], [("y", clip(x, -big, np.array(1, F32)))], [("hi", np.array(1, F32))])
     write(out, "clip_opset6_default_max", [helper.make_node("Clip", ["x"], ["y"], min=-1.0)],
           [("x", x)], [("y", clip(x, F32(-1), big))], opset=6)
+    # HardSigmoid and HardSwish through numpy's clip: NaN stays NaN (37 values: vectors and a tail)
+    xl = np.concatenate([x[0], RNG.standard_normal(29).astype(F32) * 4])[None, :]
+    xl[0, 20] = NAN
+    write(out, "hardsigmoid_nan", [helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)],
+          [("x", xl)], [("y", clip(F32(0.3) * xl + F32(0.4), F32(0), F32(1)))])
+    write(out, "hardswish_nan", [helper.make_node("HardSwish", ["x"], ["y"])], [("x", xl)],
+          [("y", xl * clip(xl / F32(6) + F32(0.5), F32(0), F32(1)))], opset=14)
 
 
 def reductions(out):
@@ -98,7 +105,8 @@ def reductions(out):
 
 
 def fused(out):
-    """Conv + Clip (min above max) and Conv + Relu on NaN: FusedConv's epilogues."""
+    """Conv + Clip (min above max), Conv + Relu, HardSigmoid and HardSwish on NaN: FusedConv's
+    epilogues."""
     for name, c, m, k, group in (("1x1", 8, 16, 1, 1), ("depthwise", 16, 16, 3, 16),
                                  ("direct", 4, 8, 3, 1)):
         x = RNG.standard_normal((1, c, 9, 10)).astype(F32)
@@ -118,6 +126,17 @@ def fused(out):
         write(out, "conv_%s_clip_min_above_max_relu_nan" % name, nodes, [("x", x)],
               [("y", clip(conv, lo, hi)), ("z", np.maximum(conv, F32(0)))],
               [("w", w), ("b", b), ("lo", lo), ("hi", hi)])
+        # the HardSigmoid and HardSwish epilogues: NaN stays NaN
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
+                                  pads=[pad] * 4, group=group),
+                 helper.make_node("HardSigmoid", ["c"], ["y"], alpha=0.25, beta=0.5),
+                 helper.make_node("Conv", ["x", "w", "b"], ["c2"], kernel_shape=[k, k],
+                                  pads=[pad] * 4, group=group),
+                 helper.make_node("HardSwish", ["c2"], ["z"])]
+        write(out, "conv_%s_hardsigmoid_hardswish_nan" % name, nodes, [("x", x)],
+              [("y", clip(F32(0.25) * conv + F32(0.5), F32(0), F32(1))),
+               ("z", conv * clip(conv / F32(6) + F32(0.5), F32(0), F32(1)))],
+              [("w", w), ("b", b)], opset=14)
 
 
 def folded(out):
