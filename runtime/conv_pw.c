@@ -39,13 +39,6 @@
 
 #ifdef PW_X86
 
-/* t within [0, 1]; NaN stays NaN */
-static inline float
-clamp01(float t)
-{
-	return t > 1 ? 1 : t < 0 ? 0 : t;
-}
-
 /* One element's activation, k_elementwise.c's formulas. */
 static inline float
 act1(float v, const taprt_act *a)
@@ -53,8 +46,8 @@ act1(float v, const taprt_act *a)
 	switch (a->kind) {
 	case TAPRT_ACT_RELU: return v < 0 ? 0 : v;
 	case TAPRT_ACT_CLIP: return v < a->a ? a->a : v > a->b ? a->b : v;
-	case TAPRT_ACT_HARDSIGMOID: return clamp01(a->a * v + a->b);
-	case TAPRT_ACT_HARDSWISH: return v * clamp01(v * (1.0f / 6) + 0.5f);
+	case TAPRT_ACT_HARDSIGMOID: return TAPRT_CLAMP01(a->a * v + a->b);
+	case TAPRT_ACT_HARDSWISH: return v * TAPRT_CLAMP01(v * (1.0f / 6) + 0.5f);
 	case TAPRT_ACT_LEAKYRELU: return v < 0 ? a->a * v : v;
 	case TAPRT_ACT_GELU: return (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
 	default: return v;

@@ -226,6 +226,12 @@ const char *taprt_gemm_name(void);
  * thread's OpenMP team, --threads): 1 inside one. */
 int taprt_team_size(void);
 
+/* t clamped to [0, 1] for HardSigmoid and HardSwish, f32 or f64: selects
+ * that vectorize, min before max as numpy's clip, so NaN stays NaN (the
+ * elementwise kernels, the fused epilogues and conv_pw.c's last columns;
+ * vact.h has the same comparisons lane by lane) */
+#define TAPRT_CLAMP01(t) ((t) > 1 ? 1 : (t) < 0 ? 0 : (t))
+
 /*
  * erf for f32 without a libm call, so the loop vectorizes: GELU makes Erf a
  * quarter of a transformer's time with glibc's scalar erff.  Eigen's

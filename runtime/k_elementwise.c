@@ -196,8 +196,6 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 	taprt_bad_dtype(cx, n, "Selu", n->in[0]->dtype);
 }
 
-/* fmax(0, fmin(1, t)) as selects that vectorize (NaN -> 1, like fmin) */
-#define CLAMP01(t) ((t) > 1 ? 1 : (t) < 0 ? 0 : (t))  /* NaN stays NaN */
 
 void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
@@ -206,7 +204,7 @@ taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 	const float beta = taprt_attr_float(n, "beta", 0.5f);
 	switch (n->in[0]->dtype) {
 	/* fmax(0, fmin(1, t)) without the calls: NaN gives 1, as fmin's does */
-	FLOAT_TYPES(MAP_CASE, CLAMP01(alpha * v + beta))
+	FLOAT_TYPES(MAP_CASE, TAPRT_CLAMP01(alpha * v + beta))
 	default:
 		break;
 	}
@@ -217,7 +215,7 @@ void
 taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
 {
 	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v * CLAMP01(v * (1.0f / 6) + 0.5f))
+	FLOAT_TYPES(MAP_CASE, v * TAPRT_CLAMP01(v * (1.0f / 6) + 0.5f))
 	default:
 		break;
 	}

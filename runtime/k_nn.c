@@ -527,8 +527,6 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 	return taprt_fail(cx, "node '%s': unknown fused activation '%s'", n->name, s);
 }
 
-#define CLAMP01(t) ((t) > 1 ? 1 : (t) < 0 ? 0 : (t))  /* NaN stays NaN */
-
 /* EPI(expression of v) for a's activation, the same expressions as
  * k_elementwise.c's kernels: one loop per activation, so each vectorizes. */
 #define ACT_SWITCH(a, EPI)                                                \
@@ -536,8 +534,9 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 	switch ((a)->kind) {                                              \
 	case TAPRT_ACT_RELU: EPI(v < 0 ? 0 : v)                           \
 	case TAPRT_ACT_CLIP: EPI(v < lo ? lo : v > hi ? hi : v)           \
-	case TAPRT_ACT_HARDSIGMOID: EPI(CLAMP01(lo * v + hi))             \
-	case TAPRT_ACT_HARDSWISH: EPI(v * CLAMP01(v * (1.0f / 6) + 0.5f)) \
+	case TAPRT_ACT_HARDSIGMOID: EPI(TAPRT_CLAMP01(lo * v + hi))      \
+	case TAPRT_ACT_HARDSWISH:                                          \
+		EPI(v * TAPRT_CLAMP01(v * (1.0f / 6) + 0.5f))               \
 	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)                 \
 	case TAPRT_ACT_GELU: EPI((v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f) \
 	default: EPI(v)                                                   \
@@ -1784,8 +1783,8 @@ maxpool2d_plane_f32(const float *restrict x, float *restrict y, const geom *g)
 			const int64_t m = o1 - o0;
 			if (KW == 3 && SW == 2) { /* the common pool: one pass */
 				for (int64_t i = 0; i < m; i++)
-					yo[i] = mp_max(mp_max(mp_max(-INFINITY, t[2 * i]),
-					    t[2 * i + 1]), t[2 * i + 2]);
+					yo[i] = mp_max(mp_max(t[2 * i], t[2 * i + 1]),
+					    t[2 * i + 2]);      /* t holds no NaN */
 				continue;
 			}
 			for (int64_t i = 0; i < m; i++)
