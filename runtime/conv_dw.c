@@ -3,7 +3,7 @@
  * group, one filter per channel), on blocks of 16 channels (AVX-512) or 8
  * (AVX2 and the portable code) held channels-innermost.
  *
- * Needs: nothing beyond the C compiler's vector extensions; k_nn.c's
+ * Needs: the C compiler's vector extensions and share.c; k_nn.c's
  * conv_f32 calls taprt_conv_dw_f32 for depthwise Convs, and
  * taprt_op_FusedConvDw for a 1x1 convolution and the depthwise one after
  * it (passes/fuse_dw.c).
@@ -62,6 +62,25 @@ typedef struct {
  * however large the plane. */
 #define DW_FLUSH 1024
 
+/* A thread's cursor on the output rows (taprt_share; a unit is a row of
+ * one image's block), from which dw_block takes grain rows at a time as it
+ * goes -- a few, so that what is left of a share can still be stolen, and
+ * at least 64 pixels' worth, so that taking costs little beside them. */
+typedef struct {
+	taprt_cursor cur;
+	int64_t grain;
+} dwclaim;
+
+/* The rows past oh1 of the run dw_block is on, up to its end and a grain:
+ * the new oh1.  (A share's front moves on from the last take, so they are
+ * the rows right after oh1.) */
+static inline int64_t
+dw_extend(dwclaim *c, int64_t oh1, int64_t end)
+{
+	int64_t u;
+	return oh1 + taprt_share_take(&c->cur, end - oh1 < c->grain ? end - oh1 : c->grain, 0, &u);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define DW_X86 1
 #define DW_S z16
@@ -89,7 +108,7 @@ typedef struct {
 
 typedef void (*dw_block_fn)(const float *, const float *, const float *, const float *,
     const float *, float *, int, const dwgeom *, void *, const taprt_act *, int64_t, int64_t,
-    const taprt_conv_expand *);
+    const taprt_conv_expand *, dwclaim *);
 
 int
 taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float *z, float *y,
@@ -121,41 +140,69 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	if (g.KH > 64)
 		return 0;
 	int failed = 0;
-	/* The output rows of every image's blocks of vw channels.  Where the
-	 * plane is large enough (taprt_split_pixels) each thread takes one
-	 * band of rows of every block: the band of pixels the 1x1
-	 * convolutions before and after split by.  Elsewhere block-major,
-	 * one contiguous share per thread (within a row of equal): whole
-	 * blocks where there are many, a block's rows in parts where there
-	 * are few.  A part packs its own input rows (KH - SH rows again per
-	 * cut). */
-	const int64_t units = c->N * nb * g.OH;
+	/* The output rows of every image's blocks of vw channels, one
+	 * contiguous share per thread.  Where the plane is large enough
+	 * (taprt_split_pixels) a share is one band of rows of every block:
+	 * the band of pixels the 1x1 convolutions before and after split by.
+	 * Elsewhere block-major (within a row of equal): whole blocks where
+	 * there are many, a block's rows in parts where there are few.  A
+	 * thread runs its share block by block, and with two threads or more
+	 * shares with stealing (taprt_share): one done first takes the back
+	 * half of what is left of another's.  A cut packs its own input rows
+	 * (KH - SH rows again), so only a share of more than twice that many
+	 * rows is stolen from. */
+	const int64_t nbk = c->N * nb, units = nbk * g.OH;
 	/* the work as conv_pw.c counts a 1x1's */
 	const int64_t work = c->N * C * (P * KK / 4 + (ex ? ex->C * isz / 8 : 0));
 	const int T = TAPRT_PAR(work) && units > 1 ? taprt_team_size() : 1;
 	const bool bands = taprt_split_pixels(P, T) && g.OH >= 4 * T; /* rows to share */
+	int64_t bound[TAPRT_SHARE_MAX + 1];
+	for (int t = 0; t <= T && t <= TAPRT_SHARE_MAX; t++)
+		bound[t] = bands ? nbk * (g.OH * t / T) : units * t / T;
+	taprt_share sh;
+	const bool stealing = T > 1 && T <= TAPRT_SHARE_MAX && taprt_share_init(&sh, T, bound);
+	/* a cut's KH - SH rows packed again, as output rows (SH input rows each) */
+	const int64_t min_left = 2 * ((g.RB - 1) / g.SH) + 2;
 	#pragma omp parallel num_threads(T) if (T > 1)
 	{
 		int id, nt = taprt_team(&id);
-		int64_t u = units * id / nt, uend = units * (id + 1) / nt;
-		int64_t r0 = 0, r1 = g.OH;
-		if (bands) { /* every block, rows [r0, r1) */
-			r0 = g.OH * id / nt;
-			r1 = g.OH * (id + 1) / nt;
-			u = 0;
-			uend = r0 < r1 ? c->N * nb : 0;
+		const bool steal = stealing && nt == T;
+		dwclaim cl = {{steal ? &sh : NULL, id, 0, 0}, (64 + g.OW - 1) / g.OW};
+		if (!steal) { /* the static split, for the team there is */
+			cl.cur.lo = bands ? nbk * (g.OH * id / nt) : units * id / nt;
+			cl.cur.hi = bands ? nbk * (g.OH * (id + 1) / nt) : units * (id + 1) / nt;
 		}
-		void *buf = u < uend ? taprt_scratch(bytes) : NULL;
-		if (u < uend && !buf) {
+		void *buf = steal || cl.cur.lo < cl.cur.hi ? taprt_scratch(bytes) : NULL;
+		if ((steal || cl.cur.lo < cl.cur.hi) && !buf) {
 			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
-			u = uend;
+			int64_t u;
+			while (steal && taprt_share_take(&cl.cur, units, 0, &u))
+				; /* nothing left here for others to steal */
 		}
-		while (u < uend) {
-			int64_t bk = u, b0 = r0, b1 = r1;
-			if (!bands) {
-				bk = u / g.OH;
-				b0 = u % g.OH;
-				b1 = uend - u < g.OH - b0 ? b0 + (uend - u) : g.OH;
+		int64_t u;
+		while (buf) {
+			/* one row, to learn where the run starts; dw_block
+			 * takes the rest of it as it goes */
+			if (!taprt_share_take(&cl.cur, 1, 0, &u)) {
+				if (taprt_share_steal(&cl.cur, min_left))
+					continue;
+				break;
+			}
+			int64_t bk = u / g.OH, oh = u % g.OH, end = g.OH;
+			if (bands) {
+				/* u in band t of nbands, rows [r0, end) of every
+				 * block from unit nbk * r0 on: row u / nbk is one
+				 * of the band's */
+				const int64_t nbands = steal ? T : nt, rr = u / nbk;
+				int64_t t = rr * nbands / g.OH;
+				while (g.OH * (t + 1) / nbands <= rr)
+					t++;
+				while (g.OH * t / nbands > rr)
+					t--;
+				const int64_t r0 = g.OH * t / nbands, l = u - nbk * r0;
+				end = g.OH * (t + 1) / nbands;
+				bk = l / (end - r0);
+				oh = r0 + l % (end - r0);
 			}
 			const int64_t b = bk / nb, c0 = bk % nb * vw, o = (b * C + c0) * P;
 			const int nc = C - c0 < vw ? (int)(C - c0) : vw;
@@ -164,9 +211,8 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 				e = (taprt_conv_expand){ex->x + b * ex->C * isz, ex->w + c0,
 					ex->b ? ex->b + c0 : NULL, ex->C, ex->ldw, ex->act};
 			block(ex ? NULL : x + (b * C + c0) * isz, xend, w + c0 * KK,
-			    bias ? bias + c0 : NULL, z ? z + o : NULL, y + o, nc, &g, buf, act, b0, b1,
-			    ex ? &e : NULL);
-			u += bands ? 1 : b1 - b0;
+			    bias ? bias + c0 : NULL, z ? z + o : NULL, y + o, nc, &g, buf, act, oh, end,
+			    ex ? &e : NULL, &cl);
 		}
 	}
 	return failed ? -1 : 1;

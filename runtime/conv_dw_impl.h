@@ -376,16 +376,17 @@ DW_(pack_expand)(const taprt_conv_expand *e, int nc, V *wt, V *bv)
 }
 
 /*
- * One image's block of nc <= DW_VW channels, output rows [oh0, oh1): x and
- * y at the block's first plane, w its filters; buf holds the ring (RB rows
- * of Wr pixels), the output buffer (cap pixels), the weights (KK pixels)
- * and the bias, and with e (x unused: the 1x1 before computes the rows)
- * the 1x1's weights (e->C pixels) and bias.
+ * One image's block of nc <= DW_VW channels, output row oh0 (the caller
+ * took it from its share) and on, up to row end, while claim hands it the
+ * next rows: x and y at the block's first plane, w its filters; buf holds
+ * the ring (RB rows of Wr pixels), the output buffer (cap pixels), the
+ * weights (KK pixels) and the bias, and with e (x unused: the 1x1 before
+ * computes the rows) the 1x1's weights (e->C pixels) and bias.
  */
 static void
 DW_(block)(const float *x, const float *xend, const float *w, const float *bias,
     const float *z, float *y, int nc, const dwgeom *g, void *bufp, const taprt_act *act,
-    int64_t oh0, int64_t oh1, const taprt_conv_expand *e)
+    int64_t oh0, int64_t end, const taprt_conv_expand *e, dwclaim *claim)
 {
 	const int64_t KH = g->KH, KK = g->KH * g->KW, P = g->OH * g->OW, isz = g->IH * g->IW;
 	V *buf = bufp;
@@ -399,7 +400,7 @@ DW_(block)(const float *x, const float *xend, const float *w, const float *bias,
 	int64_t next = oh0 * g->SH, slot = 0; /* the next padded input row to pack, its slot */
 	int64_t tslot = 0;              /* the slot of output row oh's top row */
 	int64_t pf = oh0 * g->OW, pc = pf; /* pixels flushed, computed */
-	for (int64_t oh = oh0; oh < oh1; oh++) {
+	for (int64_t oh = oh0, oh1 = oh0 + 1; oh < oh1; oh++) {
 		/* rows top .. bot, row r in ring slot r % RB: packing r
 		 * overwrites r - RB, which no later output row reads */
 		int64_t top = oh * g->SH, bot = top + (KH - 1) * g->DH;
@@ -429,6 +430,8 @@ DW_(block)(const float *x, const float *xend, const float *w, const float *bias,
 		if (!z && act->kind != TAPRT_ACT_NONE)
 			taprt_epilogue_f32((float *)(out + (pc - pf)), g->OW * DW_VW, 0, NULL, act);
 		pc += g->OW;
+		if (oh == oh1 - 1)
+			oh1 = dw_extend(claim, oh1, end);
 		bool last = oh == oh1 - 1;
 		if (!last && pc - pf < DW_FLUSH)
 			continue;

@@ -205,6 +205,35 @@ void taprt_threads_free(taprt_comm *world);                  /* after every rank
 typedef void taprt_reducer(void *acc, const void *x, int64_t n);
 taprt_reducer *taprt_reducer_for(int dtype, int op);
 
+/*
+ * A team's loop over units shared out with stealing (share.c).  Before the
+ * team starts, taprt_share_init gives thread i of nt the share [bound[i],
+ * bound[i+1]) (false past TAPRT_SHARE_MAX threads or 2^32 - 1 units: no
+ * stealing then).  In the team each thread has a cursor: on its slot of
+ * the share (c.sh, c.id), or with sh NULL on [c.lo, c.hi) alone, the
+ * static split.  taprt_share_take hands it a run of up to max units from
+ * its share's front, never across a multiple of span (0: anywhere), *u the
+ * first: how many, 0 when its share is done; then taprt_share_steal moves
+ * the back half of the largest other share with more than min_left units
+ * into its own (false when none has one, or without sh).
+ */
+#define TAPRT_SHARE_MAX 64
+typedef struct {
+	struct {
+		_Alignas(64) uint64_t r;        /* {lo, hi} from base: hi << 32 | lo */
+	} slot[TAPRT_SHARE_MAX];
+	int64_t base;
+	int nt;
+} taprt_share;
+typedef struct {
+	taprt_share *sh;
+	int id;
+	int64_t lo, hi;
+} taprt_cursor;
+bool taprt_share_init(taprt_share *sh, int nt, const int64_t *bound);
+int64_t taprt_share_take(taprt_cursor *c, int64_t max, int64_t span, int64_t *u);
+bool taprt_share_steal(taprt_cursor *c, int64_t min_left);
+
 /* A buffer of at least `bytes`, 64-byte aligned, private to the calling
  * thread and valid until its next call (scratch.c); NULL if out of memory. */
 void *taprt_scratch(int64_t bytes);

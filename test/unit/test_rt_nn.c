@@ -986,6 +986,112 @@ test_conv_threads(void)
 }
 
 /*
+ * taprt_share (share.c), which the depthwise kernel's team shares its rows
+ * with: on 1-3 threads, runs of 1-4 units never across a multiple of the
+ * span, stealing when a share is done, every unit handed out exactly once
+ * (counted); and a steal made certain -- thread 1 waits until thread 0 has
+ * run its own share and stolen the back half of thread 1's -- then
+ * nothing left to steal at the end.  A cursor without a share runs its
+ * static range alone.
+ */
+static void
+share_count(int nt, int64_t n, int64_t span, int *count, int *crossed)
+{
+	int64_t bound[4];
+	taprt_share sh;
+	for (int t = 0; t <= nt; t++)
+		bound[t] = n * t / nt;
+	CU_ASSERT_FATAL(taprt_share_init(&sh, nt, bound));
+	#pragma omp parallel num_threads(nt)
+	{
+		int id = 0;
+#ifdef _OPENMP
+		id = omp_get_thread_num();
+#endif
+		taprt_cursor c = {&sh, id, 0, 0};
+		int64_t u, k;
+		for (int i = 0;; i++) {
+			if (!(k = taprt_share_take(&c, 1 + (id + i) % 4, span, &u))) {
+				if (taprt_share_steal(&c, 0))
+					continue;
+				break;
+			}
+			if (u / span != (u + k - 1) / span)
+				__atomic_add_fetch(crossed, 1, __ATOMIC_RELAXED);
+			for (int64_t j = u; j < u + k; j++)
+				__atomic_add_fetch(&count[j], 1, __ATOMIC_RELAXED);
+		}
+	}
+}
+
+static void
+test_share(void)
+{
+	int count[200];
+	for (int nt = 1; nt <= 3; nt++)
+		for (int64_t n = 0; n <= 200; n += n < 8 ? 1 : 64) {
+			int crossed = 0, once = 0;
+			memset(count, 0, sizeof count);
+			share_count(nt, n, 5, count, &crossed);
+			for (int64_t j = 0; j < n; j++)
+				once += count[j] == 1;
+			CU_ASSERT_EQUAL(once, n);
+			CU_ASSERT_EQUAL(crossed, 0);
+		}
+#ifdef _OPENMP
+	int64_t bound[] = {0, 50, 100}, first = -1;
+	int stolen = 0, go = 0, again = 1, team = 0;
+	taprt_share sh;
+	memset(count, 0, sizeof count);
+	CU_ASSERT_FATAL(taprt_share_init(&sh, 2, bound));
+	#pragma omp parallel num_threads(2)
+	{
+		int id = omp_get_thread_num();
+		#pragma omp single
+		team = omp_get_num_threads();
+		if (team == 2) {
+			taprt_cursor c = {&sh, id, 0, 0};
+			int64_t u, k;
+			while (id == 1 && !__atomic_load_n(&go, __ATOMIC_ACQUIRE))
+				;
+			while ((k = taprt_share_take(&c, 7, 0, &u)) > 0)
+				for (int64_t j = u; j < u + k; j++)
+					count[j]++;
+			if (id == 0) {
+				stolen = taprt_share_steal(&c, 0);
+				if (stolen && taprt_share_take(&c, 1, 0, &first))
+					count[first]++;
+				__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+				while ((k = taprt_share_take(&c, 7, 0, &u)) > 0)
+					for (int64_t j = u; j < u + k; j++)
+						count[j]++;
+			}
+			#pragma omp barrier
+			if (id == 0)
+				again = taprt_share_steal(&c, 0);
+		}
+	}
+	CU_ASSERT_EQUAL(team, 2);
+	CU_ASSERT(stolen);
+	CU_ASSERT_EQUAL(first, 75);
+	CU_ASSERT(!again);
+	for (int j = 0; j < 100; j++)
+		CU_ASSERT_EQUAL(count[j], 1);
+#endif
+	/* no share: the cursor's own range, the span still kept */
+	taprt_cursor c = {NULL, 0, 3, 12};
+	int64_t u, k, runs[5][2], nr = 0;
+	while (nr < 5 && (k = taprt_share_take(&c, 4, 5, &u)) > 0) {
+		runs[nr][0] = u;
+		runs[nr++][1] = k;
+	}
+	CU_ASSERT_EQUAL(nr, 4); /* [3, 5) [5, 9) [9, 10) [10, 12) */
+	CU_ASSERT(runs[0][0] == 3 && runs[0][1] == 2 && runs[1][0] == 5 && runs[1][1] == 4 &&
+	    runs[2][0] == 9 && runs[2][1] == 1 && runs[3][0] == 10 && runs[3][1] == 2);
+	CU_ASSERT(!taprt_share_steal(&c, 0));
+}
+
+/*
  * Convolutions oneDNN runs (conv_dnnl.c: 3x3 stride 2, 5x5), whose
  * 8-channel-blocked result comes back with the residual and activation in
  * one pass (dst_out; below AVX2 oneDNN's reorder and the epilogue): filter
@@ -1537,6 +1643,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_conv_depthwise);
 	ADD(s, test_conv_pointwise);
 	ADD(s, test_conv_threads);
+	ADD(s, test_share);
 	ADD(s, test_conv_bands_step);
 	ADD(s, test_conv_isa_variants);
 	ADD(s, test_conv_winograd);
