@@ -215,7 +215,8 @@ taprt_reducer *taprt_reducer_for(int dtype, int op);
  * its share's front, never across a multiple of span (0: anywhere), *u the
  * first: how many, 0 when its share is done; then taprt_share_steal moves
  * the back half of the largest other share with more than min_left units
- * into its own (false when none has one, or without sh).
+ * (and two at least) into its own (false when none has one, or without
+ * sh).
  */
 #define TAPRT_SHARE_MAX 64
 typedef struct {

@@ -4,17 +4,16 @@
  * it) and takes runs of units from its front; a thread whose share is done
  * takes the back half of the largest share left, and goes on with that.
  *
- * Needs GCC's __atomic builtins.  conv_dw.c and conv_pw.c share their rows
- * and pixels so.
+ * Needs GCC's __atomic builtins.  conv_dw.c shares its rows so.
  *
  * Why: the two vCPUs of a cloud machine do not run at one speed.  Another
  * tenant on a core's sibling hyperthread, or in its caches, slows it by
  * 10-50% for a while -- a loop of arithmetic alone on each of a team of two
- * took 8.4 us on one vCPU and 12.5 on the other, either way round when the
- * threads were pinned the other way (2026-11-29) -- and a static split
- * then leaves the faster thread waiting at the join: MobileNetV3's
- * depthwise layers at two threads ended their two shares 6-10 us apart on
- * average, of 40-70 us.  Stealing from the back keeps what a static split
+ * took 8.4 us on one vCPU and 12.5 on the other, the slower one following
+ * the vCPU when the threads were pinned the other way round (2026-11-29)
+ * -- and a static split then leaves the faster thread waiting at the join:
+ * MobileNetV3's depthwise layers at two threads ended their two shares 6-10
+ * us apart on average, of 40-70 us.  Stealing from the back keeps what a static split
  * is good for: a thread's units stay contiguous and are the ones its core
  * wrote in the layer before, but for the stolen tail.  (OpenMP's dynamic
  * schedule hands every chunk out from one shared counter, a cache line
