@@ -78,7 +78,7 @@ static inline int64_t
 dw_extend(dwclaim *c, int64_t oh1, int64_t end)
 {
 	int64_t u;
-	return oh1 + taprt_share_take(&c->cur, end - oh1 < c->grain ? end - oh1 : c->grain, 0, &u);
+	return oh1 + taprt_share_take(&c->cur, end - oh1 < c->grain ? end - oh1 : c->grain, &u);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -105,6 +105,14 @@ dw_extend(dwclaim *c, int64_t oh1, int64_t end)
 #undef DW_S
 #undef DW_ATTR
 #undef DW_VW
+
+/* Where share t of n starts (t = n: where the last ends): a band of rows of
+ * every one of nbk blocks (units nbk * row on), or a block-major part. */
+static inline int64_t
+dw_bound(bool bands, int64_t nbk, int64_t OH, int64_t t, int64_t n)
+{
+	return bands ? nbk * (OH * t / n) : nbk * OH * t / n;
+}
 
 typedef void (*dw_block_fn)(const float *, const float *, const float *, const float *,
     const float *, float *, int, const dwgeom *, void *, const taprt_act *, int64_t, int64_t,
@@ -158,7 +166,7 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 	const bool bands = taprt_split_pixels(P, T) && g.OH >= 4 * T; /* rows to share */
 	int64_t bound[TAPRT_SHARE_MAX + 1];
 	for (int t = 0; t <= T && t <= TAPRT_SHARE_MAX; t++)
-		bound[t] = bands ? nbk * (g.OH * t / T) : units * t / T;
+		bound[t] = dw_bound(bands, nbk, g.OH, t, T);
 	taprt_share sh;
 	const bool stealing = T > 1 && T <= TAPRT_SHARE_MAX && taprt_share_init(&sh, T, bound);
 	/* a cut's KH - SH rows packed again, as output rows (SH input rows each) */
@@ -169,21 +177,21 @@ taprt_conv_dw_f32(const float *x, const float *w, const float *bias, const float
 		const bool steal = stealing && nt == T;
 		dwclaim cl = {{steal ? &sh : NULL, id, 0, 0}, (64 + g.OW - 1) / g.OW};
 		if (!steal) { /* the static split, for the team there is */
-			cl.cur.lo = bands ? nbk * (g.OH * id / nt) : units * id / nt;
-			cl.cur.hi = bands ? nbk * (g.OH * (id + 1) / nt) : units * (id + 1) / nt;
+			cl.cur.lo = dw_bound(bands, nbk, g.OH, id, nt);
+			cl.cur.hi = dw_bound(bands, nbk, g.OH, id + 1, nt);
 		}
 		void *buf = steal || cl.cur.lo < cl.cur.hi ? taprt_scratch(bytes) : NULL;
 		if ((steal || cl.cur.lo < cl.cur.hi) && !buf) {
 			__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 			int64_t u;
-			while (steal && taprt_share_take(&cl.cur, units, 0, &u))
+			while (steal && taprt_share_take(&cl.cur, units, &u))
 				; /* nothing left here for others to steal */
 		}
 		int64_t u;
 		while (buf) {
 			/* one row, to learn where the run starts; dw_block
 			 * takes the rest of it as it goes */
-			if (!taprt_share_take(&cl.cur, 1, 0, &u)) {
+			if (!taprt_share_take(&cl.cur, 1, &u)) {
 				if (taprt_share_steal(&cl.cur, min_left))
 					continue;
 				break;

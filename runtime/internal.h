@@ -212,8 +212,8 @@ taprt_reducer *taprt_reducer_for(int dtype, int op);
  * stealing then).  In the team each thread has a cursor: on its slot of
  * the share (c.sh, c.id), or with sh NULL on [c.lo, c.hi) alone, the
  * static split.  taprt_share_take hands it a run of up to max units from
- * its share's front, never across a multiple of span (0: anywhere), *u the
- * first: how many, 0 when its share is done; then taprt_share_steal moves
+ * its share's front, *u the first: how many, 0 when its share is done;
+ * then taprt_share_steal moves
  * the back half of the largest other share with more than min_left units
  * (and two at least) into its own (false when none has one, or without
  * sh).
@@ -232,7 +232,7 @@ typedef struct {
 	int64_t lo, hi;
 } taprt_cursor;
 bool taprt_share_init(taprt_share *sh, int nt, const int64_t *bound);
-int64_t taprt_share_take(taprt_cursor *c, int64_t max, int64_t span, int64_t *u);
+int64_t taprt_share_take(taprt_cursor *c, int64_t max, int64_t *u);
 bool taprt_share_steal(taprt_cursor *c, int64_t min_left);
 
 /* A buffer of at least `bytes`, 64-byte aligned, private to the calling

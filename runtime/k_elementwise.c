@@ -196,14 +196,13 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 	taprt_bad_dtype(cx, n, "Selu", n->in[0]->dtype);
 }
 
-
 void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 {
 	const float alpha = taprt_attr_float(n, "alpha", 0.2f);
 	const float beta = taprt_attr_float(n, "beta", 0.5f);
 	switch (n->in[0]->dtype) {
-	/* fmax(0, fmin(1, t)) without the calls: NaN gives 1, as fmin's does */
+	/* clip(t, 0, 1) without the calls: NaN stays NaN (TAPRT_CLAMP01) */
 	FLOAT_TYPES(MAP_CASE, TAPRT_CLAMP01(alpha * v + beta))
 	default:
 		break;

@@ -13,9 +13,9 @@
  * the vCPU when the threads were pinned the other way round (2026-11-29)
  * -- and a static split then leaves the faster thread waiting at the join:
  * MobileNetV3's depthwise layers at two threads ended their two shares 6-10
- * us apart on average, of 40-70 us.  Stealing from the back keeps what a static split
- * is good for: a thread's units stay contiguous and are the ones its core
- * wrote in the layer before, but for the stolen tail.  (OpenMP's dynamic
+ * us apart on average, of 40-70 us.  Stealing from the back keeps what a
+ * static split is good for: a thread's units stay contiguous and are the
+ * ones its core wrote in the layer before, but for the stolen tail.  (OpenMP's dynamic
  * schedule hands every chunk out from one shared counter, a cache line
  * that would cross between the cores at each chunk.)
  *
@@ -49,25 +49,14 @@ taprt_share_init(taprt_share *sh, int nt, const int64_t *bound)
 	return true;
 }
 
-/* How many of the k units from lo a run takes: max at most, not across a
- * multiple of span. */
-static int64_t
-run_len(int64_t lo, int64_t k, int64_t max, int64_t span)
-{
-	if (k > max)
-		k = max;
-	if (span > 0 && k > span - lo % span)
-		k = span - lo % span;
-	return k;
-}
-
 int64_t
-taprt_share_take(taprt_cursor *c, int64_t max, int64_t span, int64_t *u)
+taprt_share_take(taprt_cursor *c, int64_t max, int64_t *u)
 {
 	if (max <= 0)
 		return 0;
 	if (!c->sh) {
-		int64_t k = c->lo < c->hi ? run_len(c->lo, c->hi - c->lo, max, span) : 0;
+		int64_t k = c->hi - c->lo < max ? c->hi - c->lo : max;
+		k = k > 0 ? k : 0;
 		*u = c->lo;
 		c->lo += k;
 		return k;
@@ -77,9 +66,10 @@ taprt_share_take(taprt_cursor *c, int64_t max, int64_t span, int64_t *u)
 	int64_t lo, k;
 	do {
 		lo = SHARE_LO(v);
-		if (SHARE_HI(v) <= lo)
+		k = SHARE_HI(v) - lo;
+		if (k <= 0)
 			return 0;
-		k = run_len(sh->base + lo, SHARE_HI(v) - lo, max, span);
+		k = k < max ? k : max;
 		nv = SHARE_PACK(lo + k, SHARE_HI(v));
 	} while (!__atomic_compare_exchange_n(r, &v, nv, true, __ATOMIC_ACQ_REL,
 	    __ATOMIC_RELAXED));

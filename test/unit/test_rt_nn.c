@@ -987,15 +987,14 @@ test_conv_threads(void)
 
 /*
  * taprt_share (share.c), which the depthwise kernel's team shares its rows
- * with: on 1-3 threads, runs of 1-4 units never across a multiple of the
- * span, stealing when a share is done, every unit handed out exactly once
- * (counted); and a steal made certain -- thread 1 waits until thread 0 has
+ * with: on 1-3 threads, runs of 1-4 units, stealing when a share is done,
+ * every unit handed out exactly once (counted); and a steal made certain -- thread 1 waits until thread 0 has
  * run its own share and stolen the back half of thread 1's -- then
  * nothing left to steal at the end.  A cursor without a share runs its
  * static range alone.
  */
 static void
-share_count(int nt, int64_t n, int64_t span, int *count, int *crossed)
+share_count(int nt, int64_t n, int *count)
 {
 	int64_t bound[4];
 	taprt_share sh;
@@ -1011,13 +1010,11 @@ share_count(int nt, int64_t n, int64_t span, int *count, int *crossed)
 		taprt_cursor c = {&sh, id, 0, 0};
 		int64_t u, k;
 		for (int i = 0;; i++) {
-			if (!(k = taprt_share_take(&c, 1 + (id + i) % 4, span, &u))) {
+			if (!(k = taprt_share_take(&c, 1 + (id + i) % 4, &u))) {
 				if (taprt_share_steal(&c, 0))
 					continue;
 				break;
 			}
-			if (u / span != (u + k - 1) / span)
-				__atomic_add_fetch(crossed, 1, __ATOMIC_RELAXED);
 			for (int64_t j = u; j < u + k; j++)
 				__atomic_add_fetch(&count[j], 1, __ATOMIC_RELAXED);
 		}
@@ -1035,13 +1032,12 @@ test_share(void)
 #endif
 	for (int nt = 1; nt <= most; nt++)
 		for (int64_t n = 0; n <= 200; n += n < 8 ? 1 : 64) {
-			int crossed = 0, once = 0;
+			int once = 0;
 			memset(count, 0, sizeof count);
-			share_count(nt, n, 5, count, &crossed);
+			share_count(nt, n, count);
 			for (int64_t j = 0; j < n; j++)
 				once += count[j] == 1;
 			CU_ASSERT_EQUAL(once, n);
-			CU_ASSERT_EQUAL(crossed, 0);
 		}
 #ifdef _OPENMP
 	int64_t bound[] = {0, 50, 100}, first = -1;
@@ -1059,15 +1055,15 @@ test_share(void)
 			int64_t u, k;
 			while (id == 1 && !__atomic_load_n(&go, __ATOMIC_ACQUIRE))
 				;
-			while ((k = taprt_share_take(&c, 7, 0, &u)) > 0)
+			while ((k = taprt_share_take(&c, 7, &u)) > 0)
 				for (int64_t j = u; j < u + k; j++)
 					count[j]++;
 			if (id == 0) {
 				stolen = taprt_share_steal(&c, 0);
-				if (stolen && taprt_share_take(&c, 1, 0, &first))
+				if (stolen && taprt_share_take(&c, 1, &first))
 					count[first]++;
 				__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
-				while ((k = taprt_share_take(&c, 7, 0, &u)) > 0)
+				while ((k = taprt_share_take(&c, 7, &u)) > 0)
 					for (int64_t j = u; j < u + k; j++)
 						count[j]++;
 			}
@@ -1083,16 +1079,16 @@ test_share(void)
 	for (int j = 0; j < 100; j++)
 		CU_ASSERT_EQUAL(count[j], 1);
 #endif
-	/* no share: the cursor's own range, the span still kept */
+	/* no share: the cursor's own range, in runs of at most max */
 	taprt_cursor c = {NULL, 0, 3, 12};
 	int64_t u, k, runs[5][2], nr = 0;
-	while (nr < 5 && (k = taprt_share_take(&c, 4, 5, &u)) > 0) {
+	while (nr < 5 && (k = taprt_share_take(&c, 4, &u)) > 0) {
 		runs[nr][0] = u;
 		runs[nr++][1] = k;
 	}
-	CU_ASSERT_EQUAL(nr, 4); /* [3, 5) [5, 9) [9, 10) [10, 12) */
-	CU_ASSERT(runs[0][0] == 3 && runs[0][1] == 2 && runs[1][0] == 5 && runs[1][1] == 4 &&
-	    runs[2][0] == 9 && runs[2][1] == 1 && runs[3][0] == 10 && runs[3][1] == 2);
+	CU_ASSERT_EQUAL(nr, 3); /* [3, 7) [7, 11) [11, 12) */
+	CU_ASSERT(runs[0][0] == 3 && runs[0][1] == 4 && runs[1][0] == 7 && runs[1][1] == 4 &&
+	    runs[2][0] == 11 && runs[2][1] == 1);
 	CU_ASSERT(!taprt_share_steal(&c, 0));
 }
 
