@@ -16,7 +16,8 @@
  * suffix of a's) a few rows; each row is one call to a typed row function
  * whose inner strides are 0 or 1, with a loop the compiler vectorizes.
  *
- * f16/bf16 are supported by Cast, Identity, Dropout and Where only.
+ * f16/bf16 are supported by Cast, Identity, Dropout and Where, and f16 by
+ * Max, Min and Mod (HALF_ROW: the halves compared or divided as floats).
  */
 #include <float.h>
 #include <stdbool.h>
@@ -664,6 +665,35 @@ FLOAT_TYPES(ROW, Fmod, fmod(u, v))
 SINT_TYPES(ROW, Fmod, v == 0 || v == -1 ? 0 : u % v)
 UINT_TYPES(ROW, Fmod, v == 0 ? 0 : u % v)
 
+/*
+ * A row of f16 (IEEE half) operands, u and v their values as floats, hu and
+ * hv their bits, EXPR the result's bits (broadcasting as BIN_ROW; y may be
+ * x[0]: element i is read before it is written).  Max and Min pick one
+ * operand's bits, exact; Mod's fmod is exact in float (a remainder of two
+ * halves is a half) and Python's sign fix-up, r + v, one float addition
+ * rounded to half once -- numpy's float16 remainder computes the same in
+ * float.
+ */
+#define HALF_ROW(FN, EXPR)                                                   \
+	static void                                                          \
+	FN(void *y_, const char *const *x, const int64_t *s, int64_t len,    \
+	    const void *arg)                                                 \
+	{                                                                    \
+		const uint16_t *a = (const uint16_t *)x[0], *b = (const uint16_t *)x[1]; \
+		uint16_t *y = y_;                                            \
+		(void)arg;                                                   \
+		for (int64_t i = 0; i < len; i++) {                          \
+			const uint16_t hu = a[s[0] ? i : 0], hv = b[s[1] ? i : 0]; \
+			const float u = taprt_half_to_float(hu), v = taprt_half_to_float(hv); \
+			(void)hu;                                            \
+			(void)hv;                                            \
+			y[i] = (EXPR);                                       \
+		}                                                            \
+	}
+HALF_ROW(row_Fmod_f16, float_to_half(fmodf(u, v)))
+HALF_ROW(row_Mod_f16, float_to_half(fmodf(u, v) != 0 && (fmodf(u, v) < 0) != (v < 0) ?
+    fmodf(u, v) + v : fmodf(u, v)))
+
 void
 taprt_op_Mod(taprt_ctx *cx, const taprt_node *n)
 {
@@ -671,10 +701,12 @@ taprt_op_Mod(taprt_ctx *cx, const taprt_node *n)
 	if (taprt_attr_int(n, "fmod", 0)) {
 		switch (n->in[0]->dtype) {
 		NUM_TYPES(ROW_CASE, Fmod)
+		case TAPRT_F16: f = row_Fmod_f16; break;
 		}
 	} else {
 		switch (n->in[0]->dtype) {
 		NUM_TYPES(ROW_CASE, Mod)
+		case TAPRT_F16: f = row_Mod_f16; break;
 		}
 	}
 	binary(cx, n, "Mod", f);
@@ -775,6 +807,8 @@ taprt_op_Pow(taprt_ctx *cx, const taprt_node *n)
 /* NaN wins, as in numpy's maximum/minimum */
 NUM_TYPES(ROW, Max, u > v || u != u ? u : v)
 NUM_TYPES(ROW, Min, u < v || u != u ? u : v)
+HALF_ROW(row_Max_f16, u > v || u != u ? hu : hv)
+HALF_ROW(row_Min_f16, u < v || u != u ? hu : hv)
 
 /* y = in0 op in1 op ... , folding into y (same shape as y, so in place) */
 static void
@@ -798,20 +832,22 @@ variadic(taprt_ctx *cx, const taprt_node *n, const char *op, rowfn *f)
 	}
 }
 
-#define VARIADIC(OP, ROWOP)                                                  \
+/* F16_ROW: its f16 row function, or NULL */
+#define VARIADIC(OP, ROWOP, F16_ROW)                                         \
 	void                                                                 \
 	taprt_op_##OP(taprt_ctx *cx, const taprt_node *n)                    \
 	{                                                                    \
 		rowfn *f = NULL;                                             \
 		switch (n->in[0]->dtype) {                                   \
 		NUM_TYPES(ROW_CASE, ROWOP)                                   \
+		case TAPRT_F16: f = F16_ROW; break;                          \
 		}                                                            \
 		variadic(cx, n, #OP, f);                                     \
 	}
 
-VARIADIC(Max, Max)
-VARIADIC(Min, Min)
-VARIADIC(Sum, Add)
+VARIADIC(Max, Max, row_Max_f16)
+VARIADIC(Min, Min, row_Min_f16)
+VARIADIC(Sum, Add, NULL)
 
 void
 taprt_op_Mean(taprt_ctx *cx, const taprt_node *n)

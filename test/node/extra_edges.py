@@ -17,7 +17,10 @@
 # input: NaN through Relu, Sign, Max and Min; an integer Pow with float exponents; an int64
 # ReduceSum past 2^53; a float32 Sum of three (rounded after each addition, as the kernel and
 # onnxruntime do); uint64 values from 2^63 up.  And a graph input that is also an output, read
-# through views (Unsqueeze, a zero Pad).  Needs Debian's /usr/bin/python3 with python3-onnx
+# through views (Unsqueeze, a zero Pad).  And f16 Max, Min and Mod (their official cases
+# are three same-shape vectors): NaN, signed zeros and infinities, a broadcast row and
+# scalar, three inputs (the kernel folds into its output in place), Mod with fmod 0 and 1
+# on mixed signs, against numpy's float16 maximum, minimum, mod and fmod.  Needs Debian's /usr/bin/python3 with python3-onnx
 # (1.12), numpy and torch.  Deterministic: fixed seeds.  Called by test/node/gen.sh.
 import os
 import sys
@@ -86,6 +89,28 @@ def elementwise(out):
           [("x", xl)], [("y", clip(F32(0.3) * xl + F32(0.4), F32(0), F32(1)))])
     write(out, "hardswish_nan", [helper.make_node("HardSwish", ["x"], ["y"])], [("x", xl)],
           [("y", xl * clip(xl / F32(6) + F32(0.5), F32(0), F32(1)))], opset=14)
+
+
+def half(out):
+    F16 = np.float16
+    a = np.array([[-2, -0.0, np.nan, 0, 0.25, 3, -np.inf, np.inf],
+                  [65504, -65504, 6e-8, -6e-8, 1, np.nan, 0.0, -1]], F16)
+    row = np.array([0.5, 0.0, 1, -0.0, np.nan, -3, 2, -np.inf], F16)
+    scal = np.array(0.25, F16)
+    c = (RNG.standard_normal((2, 8)) * 4).astype(F16)
+    for op, fn in (("Max", np.maximum), ("Min", np.minimum)):
+        low = op.lower()
+        write(out, low + "_f16_nan_row", [helper.make_node(op, ["a", "b"], ["y"])],
+              [("a", a), ("b", row)], [("y", fn(a, row))])
+        write(out, low + "_f16_scalar_three", [helper.make_node(op, ["s", "a", "c"], ["y"])],
+              [("s", scal), ("a", a), ("c", c)], [("y", fn(fn(scal, a), c))])
+    x = np.array([[-4.3, 7.2, 5.0, 4.3, -7.2, 8.0, -0.0, 1000], [3, -3, 0.5, -0.5, 9, -9, 2, -1e-3]],
+                 F16)
+    d = np.array([2.1, -3.4, 8.0, -2.1, 3.4, 5.0, 3, -7], F16)
+    write(out, "mod_f16_mixed_sign_row", [helper.make_node("Mod", ["x", "d"], ["y"])],
+          [("x", x), ("d", d)], [("y", np.mod(x, d))])
+    write(out, "fmod_f16_mixed_sign_scalar", [helper.make_node("Mod", ["x", "d"], ["y"], fmod=1)],
+          [("x", x), ("d", np.array(-2.5, F16))], [("y", np.fmod(x, np.array(-2.5, F16)))])
 
 
 def reductions(out):
@@ -196,6 +221,7 @@ def main():
         return 2
     out = sys.argv[1]
     elementwise(out)
+    half(out)
     reductions(out)
     fused(out)
     folded(out)
