@@ -741,58 +741,72 @@ unpad_f32(const float *restrict acc, int64_t pitch, int64_t OH, int64_t OW, floa
 
 /*
  * The direct kernel proper: out[m][i] = sum over channels c and taps t of
- * w[m][c][t] * plane_c[i + off(t)], for i in blocks of 16 positions and up
+ * w[m][c][t] * plane_c[i + off(t)], for i in blocks of positions and up
  * to MB filters at a time, so each loaded input vector feeds MB
- * accumulators held in registers.  planes holds Cg padded planes `stride`
- * floats apart, with slack after the last one for the rounded-up blocks
- * (whose extra columns are never output).
+ * accumulators held in registers and each broadcast weight the block's
+ * vectors.  planes holds Cg padded planes `stride` floats apart, with
+ * slack after the last one for the rounded-up 16-position blocks (whose
+ * extra columns are never output).
  *
  * Written once per vector width (DK_IMPL) and chosen from the CPU
  * (taprt_isa), since the register tile is what makes it fast: 8 filters x
- * one 16-float vector with AVX-512 (8 of 32 registers), 6 filters x two
- * 8-float vectors with AVX2 (12 of 16).  The AVX2 code was a clone of the
- * AVX-512 one before, and GCC kept its eight 64-byte accumulators on the
- * stack: MobileNetV3's first layer took 1.9 ms instead of 0.35.  Other
- * CPUs take the portable instance, p16.
+ * three 16-float vectors with AVX-512 (24 of 32 registers; with one
+ * vector, a tap's 8 broadcasts and its vector load fed only 8 multiply-adds
+ * and the loads set the pace: MobileNetV3's first layer 199 -> 175 us),
+ * 6 filters x two 8-float vectors with AVX2 (12 of 16).  The AVX2 code was
+ * a clone of the AVX-512 one before, and GCC kept its eight 64-byte
+ * accumulators on the stack: MobileNetV3's first layer took 1.9 ms instead
+ * of 0.35.  Other CPUs take the portable instance, p16.
  */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define DK_X86 1
 #endif
 
-/* dk_block_S: blocks of 16 positions x mb <= MB filters (mb constant after
- * inlining); dk_kernel_S: every filter, MB at a time. */
-#define DK_IMPL(S, VW, MB)                                                        \
+/* dk_tile_S: one block of nv vectors of positions from i0 x mb <= MB
+ * filters (mb and nv constant after inlining); dk_block_S: positions [0,
+ * n) (n a multiple of 16) in blocks of NB vectors, the rest 16 positions
+ * at a time; dk_kernel_S: every filter, MB at a time. */
+#define DK_IMPL(S, VW, MB, NB)                                                    \
 typedef float dkv_##S __attribute__((vector_size(VW * 4), aligned(4)));           \
+                                                                                  \
+static inline __attribute__((always_inline, DK_ATTR_##S)) void                    \
+dk_tile_##S(const float *restrict planes, int64_t stride, const int64_t *restrict off, \
+    int64_t ntaps, const float *restrict w, int64_t Cg, float *restrict out,      \
+    int64_t lenr, int64_t m0, int64_t i0, int mb, int nv)                         \
+{                                                                                 \
+	dkv_##S acc[MB][NB];                                                      \
+	for (int mm = 0; mm < mb; mm++)                                           \
+		for (int j = 0; j < nv; j++)                                      \
+			acc[mm][j] = (dkv_##S){0};                                \
+	for (int64_t c = 0; c < Cg; c++) {                                        \
+		const float *pc = planes + c * stride + i0;                       \
+		const float *wc = w + (m0 * Cg + c) * ntaps;                      \
+		for (int64_t t = 0; t < ntaps; t++) {                             \
+			dkv_##S v[NB];                                            \
+			for (int j = 0; j < nv; j++)                              \
+				v[j] = *(const dkv_##S *)(pc + off[t] + j * VW);  \
+			for (int mm = 0; mm < mb; mm++) {                         \
+				dkv_##S wv = wc[mm * Cg * ntaps + t] - (dkv_##S){0}; \
+				for (int j = 0; j < nv; j++)                      \
+					acc[mm][j] += wv * v[j];                  \
+			}                                                         \
+		}                                                                 \
+	}                                                                         \
+	for (int mm = 0; mm < mb; mm++)                                           \
+		for (int j = 0; j < nv; j++)                                      \
+			*(dkv_##S *)(out + (m0 + mm) * lenr + i0 + j * VW) = acc[mm][j]; \
+}                                                                                 \
                                                                                   \
 static inline __attribute__((always_inline, DK_ATTR_##S)) void                    \
 dk_block_##S(const float *restrict planes, int64_t stride, const int64_t *restrict off, \
     int64_t ntaps, const float *restrict w, int64_t Cg, float *restrict out, int64_t n, \
     int64_t lenr, int64_t m0, int mb)                                             \
 {                                                                                 \
-	enum { NV = 16 / VW };                                                    \
-	for (int64_t i0 = 0; i0 < n; i0 += 16) {                                  \
-		dkv_##S acc[MB][NV];                                              \
-		for (int mm = 0; mm < mb; mm++)                                   \
-			for (int j = 0; j < NV; j++)                              \
-				acc[mm][j] = (dkv_##S){0};                        \
-		for (int64_t c = 0; c < Cg; c++) {                                \
-			const float *pc = planes + c * stride + i0;               \
-			const float *wc = w + (m0 * Cg + c) * ntaps;              \
-			for (int64_t t = 0; t < ntaps; t++) {                     \
-				dkv_##S v[NV];                                    \
-				for (int j = 0; j < NV; j++)                      \
-					v[j] = *(const dkv_##S *)(pc + off[t] + j * VW); \
-				for (int mm = 0; mm < mb; mm++) {                 \
-					dkv_##S wv = wc[mm * Cg * ntaps + t] - (dkv_##S){0}; \
-					for (int j = 0; j < NV; j++)              \
-						acc[mm][j] += wv * v[j];          \
-				}                                                 \
-			}                                                         \
-		}                                                                 \
-		for (int mm = 0; mm < mb; mm++)                                   \
-			for (int j = 0; j < NV; j++)                              \
-				*(dkv_##S *)(out + (m0 + mm) * lenr + i0 + j * VW) = acc[mm][j]; \
-	}                                                                         \
+	int64_t i0 = 0;                                                           \
+	for (; i0 + NB * VW <= n; i0 += NB * VW)                                  \
+		dk_tile_##S(planes, stride, off, ntaps, w, Cg, out, lenr, m0, i0, mb, NB); \
+	for (; i0 < n; i0 += 16)                                                  \
+		dk_tile_##S(planes, stride, off, ntaps, w, Cg, out, lenr, m0, i0, mb, 16 / VW); \
 }                                                                                 \
                                                                                   \
 static __attribute__((DK_ATTR_##S)) void                                          \
@@ -824,12 +838,12 @@ dk_kernel_##S(const float *restrict planes, int64_t stride, const int64_t *restr
 #define DK_ATTR_y8 target("arch=x86-64-v3"), optimize("fp-contract=fast")
 #define DK_ATTR_p16 optimize("fp-contract=fast")
 #ifdef DK_X86
-DK_IMPL(z16, 16, 8)
-DK_IMPL(y8, 8, 6)
+DK_IMPL(z16, 16, 8, 3)
+DK_IMPL(y8, 8, 6, 2)
 #endif
 /* the portable kernel: 8 filters x 16 positions in the compiler's generic
  * vectors */
-DK_IMPL(p16, 16, 8)
+DK_IMPL(p16, 16, 8, 1)
 
 static void
 direct_kernel_f32(const float *restrict planes, int64_t stride, const int64_t *restrict off,
