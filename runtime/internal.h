@@ -213,10 +213,9 @@ taprt_reducer *taprt_reducer_for(int dtype, int op);
  * the share (c.sh, c.id), or with sh NULL on [c.lo, c.hi) alone, the
  * static split.  taprt_share_take hands it a run of up to max units from
  * its share's front, *u the first: how many, 0 when its share is done;
- * then taprt_share_steal moves
- * the back half of the largest other share with more than min_left units
- * (and two at least) into its own (false when none has one, or without
- * sh).
+ * then taprt_share_steal moves the back half of the largest other share
+ * with more than min_left units (and two at least) into its own (false
+ * when none has one, or without sh).
  */
 #define TAPRT_SHARE_MAX 64
 typedef struct {

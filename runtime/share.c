@@ -15,9 +15,9 @@
  * MobileNetV3's depthwise layers at two threads ended their two shares 6-10
  * us apart on average, of 40-70 us.  Stealing from the back keeps what a
  * static split is good for: a thread's units stay contiguous and are the
- * ones its core wrote in the layer before, but for the stolen tail.  (OpenMP's dynamic
- * schedule hands every chunk out from one shared counter, a cache line
- * that would cross between the cores at each chunk.)
+ * ones its core wrote in the layer before, but for the stolen tail.
+ * (OpenMP's dynamic schedule hands every chunk out from one shared counter,
+ * a cache line that would cross between the cores at each chunk.)
  *
  * A share is {lo, hi} packed into one 64-bit word (offsets from the first
  * unit), so the owner's take from the front and a thief's from the back are
