@@ -17,7 +17,9 @@
  * whose inner strides are 0 or 1, with a loop the compiler vectorizes.
  *
  * f16/bf16 are supported by Cast, Identity, Dropout and Where, and f16 by
- * Max, Min and Mod (HALF_ROW: the halves compared or divided as floats).
+ * Max, Min and Mod (HALF_ROW: the halves compared or divided as floats);
+ * tapc computes the rest in f32 between Casts (passes/legalize_half.c),
+ * which half_cast makes fast.
  */
 #include <float.h>
 #include <stdbool.h>
@@ -25,6 +27,10 @@
 #include <tgmath.h>
 
 #include "runtime/internal.h"
+#include "runtime/vec8.h"
+#ifdef TAPRT_VEC8
+#include <immintrin.h>
+#endif
 
 /* ------------------------------------------------------------ type lists */
 
@@ -420,6 +426,95 @@ st_i(void *p, int dt, int64_t i, int64_t v)
 	st_f(p, dt, i, (double)v);
 }
 
+/*
+ * The conversions passes/legalize_half.c puts around every half node (a
+ * weight's each run): f16 <-> f32 with the F16C instructions of an AVX2
+ * CPU (widening exact; narrowing to nearest even, as float_to_half, a NaN
+ * staying a NaN), bf16 by moving the high half; in chunks on the team.
+ */
+#define HALF_CHUNK 16384
+#ifdef TAPRT_VEC8
+TAPRT_AVX2 static void
+f16_to_f32_avx2(const uint16_t *x, float *y, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+	for (; i < n; i++)
+		y[i] = taprt_half_to_float(x[i]);
+}
+
+TAPRT_AVX2 static void
+f32_to_f16_avx2(const float *x, uint16_t *y, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+		    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+	for (; i < n; i++)
+		y[i] = float_to_half(x[i]);
+}
+#endif
+
+TAPRT_CLONES static void
+half_chunk(const void *x, int xd, void *y, int yd, int64_t n, bool avx2)
+{
+#ifdef TAPRT_VEC8
+	if (avx2 && xd == TAPRT_F16) {
+		f16_to_f32_avx2(x, y, n);
+		return;
+	}
+	if (avx2 && yd == TAPRT_F16) {
+		f32_to_f16_avx2(x, y, n);
+		return;
+	}
+#else
+	(void)avx2;
+#endif
+	const uint16_t *xh = x;
+	uint16_t *yh = y;
+	const float *xf = x;
+	float *yf = y;
+	if (xd == TAPRT_F16) {
+		for (int64_t i = 0; i < n; i++)
+			yf[i] = taprt_half_to_float(xh[i]);
+	} else if (yd == TAPRT_F16) {
+		for (int64_t i = 0; i < n; i++)
+			yh[i] = float_to_half(xf[i]);
+	} else if (xd == TAPRT_BF16) {
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t b = (uint32_t)xh[i] << 16;
+			memcpy(&yf[i], &b, 4);
+		}
+	} else {
+		for (int64_t i = 0; i < n; i++) {
+			uint32_t b;
+			memcpy(&b, &xf[i], 4);
+			yh[i] = (uint16_t)(b >> 16);
+		}
+	}
+}
+
+/* x (f16 or bf16) to f32 or back; false for other pairs. */
+static bool
+half_cast(const taprt_tensor *X, taprt_tensor *Y)
+{
+	int xd = X->dtype, yd = Y->dtype;
+	bool half_in = xd == TAPRT_F16 || xd == TAPRT_BF16;
+	if (!(half_in ? yd == TAPRT_F32 : xd == TAPRT_F32 && (yd == TAPRT_F16 || yd == TAPRT_BF16)))
+		return false;
+	const bool avx2 = taprt_isa() >= TAPRT_ISA_AVX2;
+	const int xs = taprt_dtype_size(xd), ys = taprt_dtype_size(yd);
+	const int64_t n = X->numel, chunks = (n + HALF_CHUNK - 1) / HALF_CHUNK;
+	#pragma omp parallel for if (TAPRT_PAR(n)) schedule(static)
+	for (int64_t c = 0; c < chunks; c++) {
+		int64_t i = c * HALF_CHUNK, len = n - i < HALF_CHUNK ? n - i : HALF_CHUNK;
+		half_chunk((const char *)X->data + i * xs, xd, (char *)Y->data + i * ys, yd, len,
+		    avx2);
+	}
+	return true;
+}
+
 #define CAST_DST(D, U, T)                                                    \
 	case D: {                                                            \
 		const T *x = X->data;                                        \
@@ -447,6 +542,8 @@ taprt_op_Cast(taprt_ctx *cx, const taprt_node *n)
 	switch (X->dtype) {
 	ALL_TYPES(CAST_SRC, _)
 	}
+	if (half_cast(X, Y))
+		return;
 	bool half = X->dtype == TAPRT_F16 || X->dtype == TAPRT_BF16 ||
 	    Y->dtype == TAPRT_F16 || Y->dtype == TAPRT_BF16;
 	if (!half || !taprt_dtype_size(X->dtype) || !taprt_dtype_size(Y->dtype)) {

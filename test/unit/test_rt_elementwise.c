@@ -213,6 +213,84 @@ cast(void)
 	CU_ASSERT_EQUAL(back[5], -2.0f);
 }
 
+/* The value of half h, from its fields in double arithmetic. */
+static double
+half_value(uint16_t h)
+{
+	int e = h >> 10 & 0x1f, m = h & 0x3ff;
+	double v = e == 0x1f ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+	return h & 0x8000 ? -v : v;
+}
+
+/*
+ * Cast f16 <-> f32 over every half (the conversions legalize-half puts
+ * around each half node), long enough for the vector loops, at each
+ * instruction set the CPU has (F16C's and tapc's bit code): widening gives
+ * each half's value; narrowing each half's value gives it back (NaN a
+ * NaN), the midpoints between neighbours round to the even one, and a
+ * float either side of a midpoint to its side.
+ */
+static void
+cast_half_all(void)
+{
+	enum { NH = 65536 };
+	static uint16_t h[NH], h2[NH], hm[3 * NH];
+	static float f[NH], fm[3 * NH];
+	static uint16_t wantm[3 * NH];
+	int nm = 0;
+	for (int i = 0; i < NH; i++)
+		h[i] = (uint16_t)i;
+	/* midpoints of the positive finite halves a and a + 1 (0x0000 ..
+	 * 0x7bfe), and a float either side; mirrored for negatives */
+	for (int a = 0; a < 0x7bff; a++) {
+		double mid = (half_value((uint16_t)a) + half_value((uint16_t)(a + 1))) / 2;
+		float fmid = (float)mid; /* exact: 12 significant bits */
+		uint16_t even = a & 1 ? (uint16_t)(a + 1) : (uint16_t)a;
+		float lo = nextafterf(fmid, 0), hi = nextafterf(fmid, INFINITY);
+		float v[3] = {lo, fmid, hi};
+		uint16_t w[3] = {(uint16_t)a, even, (uint16_t)(a + 1)};
+		for (int k = 0; k < 3 && nm + 2 <= 3 * NH; k++) {
+			fm[nm] = v[k];
+			wantm[nm++] = w[k];
+			fm[nm] = -v[k];
+			wantm[nm++] = w[k] | 0x8000;
+		}
+	}
+	int top = taprt_isa_limit(TAPRT_ISA_AVX512);
+	for (int level = TAPRT_ISA_BASE; level <= top; level++) {
+		if (taprt_isa_limit(level) != level)
+			continue;
+		taprt_tensor th = rt_tensor(TAPRT_F16, h, 1, DIMS(NH));
+		taprt_tensor tf = rt_tensor(TAPRT_F32, f, 1, DIMS(NH));
+		taprt_tensor th2 = rt_tensor(TAPRT_F16, h2, 1, DIMS(NH));
+		taprt_tensor *in[] = {&th}, *out[] = {&tf};
+		rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+		int bad = 0;
+		for (int i = 0; i < NH; i++) {
+			double v = half_value(h[i]);
+			bad += isnan(v) ? !isnan(f[i]) : (double)f[i] != v || !signbit(f[i]) != !signbit(v);
+		}
+		CU_ASSERT_EQUAL(bad, 0);
+		in[0] = &tf;
+		out[0] = &th2;
+		rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+		bad = 0;
+		for (int i = 0; i < NH; i++)
+			bad += isnan(f[i]) ? (h2[i] & 0x7fff) <= 0x7c00 : h2[i] != h[i];
+		CU_ASSERT_EQUAL(bad, 0);
+		taprt_tensor tfm = rt_tensor(TAPRT_F32, fm, 1, DIMS(nm));
+		taprt_tensor thm = rt_tensor(TAPRT_F16, hm, 1, DIMS(nm));
+		in[0] = &tfm;
+		out[0] = &thm;
+		rt_run(taprt_op_Cast, in, 1, out, 1, NULL, 0, 17);
+		bad = 0;
+		for (int i = 0; i < nm; i++)
+			bad += hm[i] != wantm[i];
+		CU_ASSERT_EQUAL(bad, 0);
+	}
+	taprt_isa_limit(top);
+}
+
 static void
 clip(void)
 {
@@ -571,6 +649,7 @@ suite_rt_elementwise(CU_pSuite s)
 	ADD(s, broadcast_long);
 	ADD(s, int_div_mod);
 	ADD(s, cast);
+	ADD(s, cast_half_all);
 	ADD(s, clip);
 	ADD(s, where);
 	ADD(s, unary);
