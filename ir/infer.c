@@ -1077,12 +1077,13 @@ infer_pad(Graph *g, NodeId n)
 
 /* The dtypes the computing kernels (scatter reductions, CumSum, TopK,
  * Einsum) implement. */
+/* Numbers (halves too: passes/legalize_half.c computes them in f32). */
 static bool
 is_arith(DType t)
 {
 	switch (t) {
 	case DT_F32: case DT_F64: case DT_I8: case DT_U8: case DT_I16: case DT_U16:
-	case DT_I32: case DT_U32: case DT_I64: case DT_U64:
+	case DT_I32: case DT_U32: case DT_I64: case DT_U64: case DT_F16: case DT_BF16:
 		return true;
 	default:
 		return false;
@@ -1095,7 +1096,7 @@ want_arith(Graph *g, NodeId n, int i, const char *what)
 	Tensor *t = in(g, n, i);
 	if (is_arith(t->dtype))
 		return true;
-	diag_node(g, n, "input %d is %s, but %s needs f32, f64 or an integer type", i, ts(t), what);
+	diag_node(g, n, "input %d is %s, but %s needs a number type", i, ts(t), what);
 	return false;
 }
 
@@ -2121,8 +2122,9 @@ infer_resize(Graph *g, NodeId n)
 		diag_node(g, n, "mode cubic needs Resize at opset 11 or later");
 		return false;
 	}
-	if (strcmp(mode, "nearest") && x->dtype != DT_F32 && x->dtype != DT_F64) {
-		diag_node(g, n, "mode %s needs f32 or f64 data, input 0 is %s", mode, ts(x));
+	if (strcmp(mode, "nearest") && x->dtype != DT_F32 && x->dtype != DT_F64 &&
+	    x->dtype != DT_F16 && x->dtype != DT_BF16) {
+		diag_node(g, n, "mode %s needs float data, input 0 is %s", mode, ts(x));
 		return false;
 	}
 	if (!v10 && (!one_of(g, n, "coordinate_transformation_mode", "half_pixel", cts) ||

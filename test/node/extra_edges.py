@@ -20,7 +20,13 @@
 # through views (Unsqueeze, a zero Pad).  And f16 Max, Min and Mod (their official cases
 # are three same-shape vectors): NaN, signed zeros, subnormals and infinities, a broadcast
 # row and scalar, three inputs (the kernel folds into its output in place), Mod with fmod 0
-# and 1 on mixed signs, against numpy's float16 maximum, minimum, mod and fmod.  Needs
+# and 1 on mixed signs, against numpy's float16 maximum, minimum, mod and fmod.  And f16
+# through the operators tapc computes in f32 (passes/legalize_half.c): unary math with NaN,
+# infinities, signed zeros and subnormals, broadcasting arithmetic (a division by zero, an
+# overflow to inf), a 3000-term ReduceSum (f32 accumulation), MatMul, Gemm, Conv + Relu with f16
+# weights, Softmax, LayerNormalization, results of other types (Less, ArgMax, TopK), a chain with
+# a byte-moving Transpose and an intermediate output, and bf16 Mul and Add inside an f32 graph;
+# references computed in float32 on the halves and rounded to float16 after each operator.  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
 import os
@@ -113,6 +119,112 @@ def half(out):
           [("x", x), ("d", d)], [("y", np.mod(x, d))])
     write(out, "fmod_f16_mixed_sign_scalar", [helper.make_node("Mod", ["x", "d"], ["y"], fmod=1)],
           [("x", x), ("d", np.array(-2.5, F16))], [("y", np.fmod(x, np.array(-2.5, F16)))])
+
+
+def half_compute(out):
+    """f16 through operators libtaprt computes in f32 (passes/legalize_half.c): each node's
+    result is its f32 result rounded to f16 once.  References: numpy on the f16 values
+    widened to float32, rounded to float16 after each operator (numpy's own float16 ufuncs
+    do the same for the elementwise ones), torch's conv2d in float32."""
+    F16 = np.float16
+    rng = np.random.default_rng(20261201)     # its own: the other cases' data stay as they were
+    mk = helper.make_node
+
+    def r16(shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(F16)
+
+    def f(a):
+        return a.astype(F32)
+    x = r16((3, 37), 2)
+    x[0, :8] = np.array([np.nan, -np.inf, np.inf, -0.0, 0, 6e-8, 65504, -65504], F16)
+    sig = lambda v: F32(1) / (F32(1) + np.exp(-v))
+    for op, ref in (("Relu", lambda v: np.maximum(v, F32(0))), ("Sigmoid", sig),
+                    ("Tanh", np.tanh), ("Exp", np.exp), ("Abs", np.abs), ("Neg", np.negative)):
+        with np.errstate(all="ignore"):
+            y = ref(f(x)).astype(F16)
+        write(out, op.lower() + "_f16", [mk(op, ["x"], ["y"])], [("x", x)], [("y", y)])
+    xp = np.abs(r16((2, 21), 3))
+    xp[0, 0] = 0
+    write(out, "sqrt_f16", [mk("Sqrt", ["x"], ["y"])], [("x", xp)],
+          [("y", np.sqrt(f(xp)).astype(F16))])
+    # broadcasting binaries, one operand a row of halves, one a weight (cast once, read twice)
+    a, row = r16((4, 19), 3), r16((19,), 2)
+    row[3] = 0                                  # a division by zero: inf
+    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+                   ("Div", np.divide)):
+        with np.errstate(all="ignore"):
+            y = fn(f(a), f(row)).astype(F16)
+        write(out, op.lower() + "_f16_row", [mk(op, ["a", "b"], ["y"])], [("a", a), ("b", row)],
+              [("y", y)])
+    # overflow: two halves whose sum is past 65504 become inf, as f16 arithmetic does
+    big = np.array([60000, -60000, 30000, 1], F16)
+    with np.errstate(over="ignore"):
+        y = (f(big) + f(big)).astype(F16)
+    write(out, "add_f16_overflow", [mk("Add", ["a", "a"], ["y"])], [("a", big)], [("y", y)])
+    # a sum of 3000 halves near 1 (f32 accumulates; a float16 running sum stops at 2048)
+    ones = np.ones((1, 3000), F16)
+    write(out, "reducesum_f16_long", [mk("ReduceSum", ["x"], ["y"], axes=[1], keepdims=0)],
+          [("x", ones)], [("y", f(ones).sum(axis=1).astype(F16))], opset=11)
+    # MatMul, Gemm with transB and a bias, weights f16 initializers
+    m, w, c = r16((4, 64)), r16((64, 24), 0.2), r16((24,))
+    write(out, "matmul_f16", [mk("MatMul", ["m", "w"], ["y"])], [("m", m)],
+          [("y", (f(m) @ f(w)).astype(F16))], [("w", w)])
+    wt = np.ascontiguousarray(w.T)
+    write(out, "gemm_f16_transb_bias", [mk("Gemm", ["m", "wt", "c"], ["y"], transB=1)],
+          [("m", m)], [("y", (f(m) @ f(wt).T + f(c)).astype(F16))], [("wt", wt), ("c", c)])
+    # a Conv with bias and a Relu after it (two nodes, each rounded)
+    xi, wc, bc = r16((1, 3, 9, 10)), r16((8, 3, 3, 3), 0.3), r16((8,), 0.1)
+    conv = F.conv2d(torch.from_numpy(f(xi)), torch.from_numpy(f(wc)), torch.from_numpy(f(bc)),
+                    padding=1).numpy().astype(F16)
+    write(out, "conv_relu_f16", [mk("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                                 mk("Relu", ["c"], ["y"])],
+          [("x", xi)], [("y", np.maximum(f(conv), F32(0)).astype(F16))], [("w", wc), ("b", bc)])
+    # Softmax and LayerNormalization on the last axis
+    s = r16((3, 5, 17), 3)
+    e = np.exp(f(s) - f(s).max(axis=-1, keepdims=True))
+    write(out, "softmax_f16", [mk("Softmax", ["x"], ["y"], axis=-1)], [("x", s)],
+          [("y", (e / e.sum(axis=-1, keepdims=True)).astype(F16))])
+    g, bb = r16((17,)), r16((17,))
+    mu = f(s).mean(axis=-1, keepdims=True)
+    var = ((f(s) - mu) ** 2).mean(axis=-1, keepdims=True)
+    ln = ((f(s) - mu) / np.sqrt(var + F32(1e-5)) * f(g) + f(bb)).astype(F16)
+    write(out, "layernorm_f16", [mk("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)],
+          [("x", s)], [("y", ln)], [("g", g), ("b", bb)], opset=17)
+    # results of other types from halves: a comparison (bool), ArgMax (int64), TopK (both)
+    q, p = r16((3, 11)), r16((3, 11))
+    q[1, 4] = p[1, 4]
+    write(out, "less_f16", [mk("Less", ["q", "p"], ["y"])], [("q", q), ("p", p)],
+          [("y", f(q) < f(p))])
+    write(out, "argmax_f16", [mk("ArgMax", ["q"], ["y"], axis=1, keepdims=0)], [("q", q)],
+          [("y", np.argmax(f(q), axis=1).astype(np.int64))])
+    k = np.array([4], np.int64)
+    idx = np.argsort(-f(q), axis=1, kind="stable")[:, :4]
+    write(out, "topk_f16", [mk("TopK", ["q", "k"], ["v", "i"], axis=1)], [("q", q)],
+          [("v", np.take_along_axis(q, idx, axis=1)), ("i", idx.astype(np.int64))], [("k", k)])
+    # a chain in one stage: MatMul -> Transpose (moves halves as they are) -> Add of the
+    # same weight's transpose -> Sigmoid, with the MatMul's result an output too
+    wq = r16((8, 8), 0.5)
+    h1 = (f(m[:, :8]) @ f(wq)).astype(F16)
+    h2 = h1.T
+    h3 = (f(h2) + f(wq)[:, :4]).astype(F16)
+    write(out, "chain_f16",
+          [mk("MatMul", ["x", "w"], ["h1"]), mk("Transpose", ["h1"], ["h2"]),
+           mk("Slice", ["w", "s0", "s1", "s2"], ["ws"]), mk("Add", ["h2", "ws"], ["h3"]),
+           mk("Sigmoid", ["h3"], ["y"])],
+          [("x", np.ascontiguousarray(m[:, :8]))],
+          [("y", sig(f(h3)).astype(F16)), ("h1", h1)],
+          [("w", wq), ("s0", np.array([0], np.int64)), ("s1", np.array([4], np.int64)),
+           ("s2", np.array([1], np.int64))])
+    # bf16 inside a float32 graph: tapc's Cast to bf16 keeps a float's high half
+    def bf(v):
+        return (v.astype(F32).view(np.uint32) & np.uint32(0xffff0000)).view(F32)
+    xb = rng.standard_normal((2, 13)).astype(F32) * 3
+    cb = rng.standard_normal((13,)).astype(F32)
+    write(out, "bf16_mul_add", [mk("Cast", ["x"], ["xb"], to=onnx.TensorProto.BFLOAT16),
+                                mk("Cast", ["c"], ["cb"], to=onnx.TensorProto.BFLOAT16),
+                                mk("Mul", ["xb", "cb"], ["m"]), mk("Add", ["m", "xb"], ["s"]),
+                                mk("Cast", ["s"], ["y"], to=onnx.TensorProto.FLOAT)],
+          [("x", xb)], [("y", bf(bf(bf(xb) * bf(cb)) + bf(xb)))], [("c", cb)])
 
 
 def reductions(out):
@@ -224,6 +336,7 @@ def main():
     out = sys.argv[1]
     elementwise(out)
     half(out)
+    half_compute(out)
     reductions(out)
     fused(out)
     folded(out)

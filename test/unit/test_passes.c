@@ -315,6 +315,105 @@ strip_aux_counts(void)
 	ir_free(g);
 }
 
+/*
+ * legalize-half on x f16[2,2] (input), w f16[2,2] (weight):
+ *   a = Add(x, w); r = Relu(a); t = Transpose(r); y = Mul(t, w); outputs y, a
+ * Add, Relu and Mul compute in f32 between Casts; Transpose moves the halves
+ * as they are; x and w are converted once each (w again for a Mul in another
+ * stage); a and y stay f16 graph outputs.  A backward node is refused.
+ */
+static Graph *
+half_graph(int mul_stage, Phase mul_phase)
+{
+	Graph *g = ir_new("half");
+	g->opset = 17;
+	int64_t d[2] = {2, 2};
+	TensorId x = ir_add_tensor(g, "x", TK_INPUT, DT_F16);
+	ir_set_shape(ir_tensor(g, x), 2, d);
+	ir_add_input(g, x);
+	TensorId w = ir_add_tensor(g, "w", TK_WEIGHT, DT_F16);
+	Tensor *wt = ir_tensor(g, w);
+	ir_set_shape(wt, 2, d);
+	static uint16_t wv[4] = {0x3c00, 0x4000, 0xbc00, 0x3800};
+	wt->data = DATA_INLINE;
+	wt->bytes = wv;
+	wt->length = 8;
+	TensorId a = value(g, "a"), r = value(g, "r"), t = value(g, "t"), y = value(g, "y");
+	TensorId ain[2] = {x, w}, min[2] = {t, w};
+	ir_add_node(g, OP_Add, "add", 2, ain, 1, &a);
+	ir_add_node(g, OP_Relu, "relu", 1, &a, 1, &r);
+	ir_add_node(g, OP_Transpose, "tr", 1, &r, 1, &t);
+	NodeId mul = ir_add_node(g, OP_Mul, "mul", 2, min, 1, &y);
+	for (NodeId n = 0; n < g->nnodes; n++)
+		g->nodes[n].stage = 0;
+	g->nodes[mul].stage = mul_stage;
+	g->nodes[mul].phase = mul_phase;
+	ir_add_output(g, y);
+	ir_add_output(g, a);
+	ir_reindex(g);
+	CU_ASSERT_TRUE_FATAL(ir_infer_all(g));
+	return g;
+}
+
+static int
+casts_of(Graph *g, const char *name)
+{
+	int k = 0;
+	for (NodeId n = 0; n < g->nnodes; n++)
+		k += g->nodes[n].op == OP_Cast && !strcmp(g->tensors[g->nodes[n].in[0]].name, name);
+	return k;
+}
+
+static void
+legalize_half(void)
+{
+	PassCtx cx = {0};
+	Graph *g = half_graph(0, PHASE_FWD);
+	CU_ASSERT_TRUE_FATAL(pass_legalize_half(g, &cx));
+	CU_ASSERT_TRUE(pass_verify(g, &cx));
+	/* Cast x, Cast w, Add, Cast a, Cast a, Relu, Cast r, Transpose, Cast t, Mul, Cast y */
+	static const Op want[] = {OP_Cast, OP_Cast, OP_Add, OP_Cast, OP_Cast, OP_Relu, OP_Cast,
+		OP_Transpose, OP_Cast, OP_Mul, OP_Cast};
+	CU_ASSERT_EQUAL_FATAL(g->nnodes, 11);
+	for (int i = 0; i < 11; i++)
+		CU_ASSERT_EQUAL(g->nodes[i].op, want[i]);
+	CU_ASSERT_EQUAL(casts_of(g, "x"), 1);
+	CU_ASSERT_EQUAL(casts_of(g, "w"), 1);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		const Node *nd = &g->nodes[n];
+		if (nd->op == OP_Cast || nd->op == OP_Transpose)
+			continue;
+		for (int i = 0; i < nd->nin; i++)
+			CU_ASSERT_EQUAL(g->tensors[nd->in[i]].dtype, DT_F32);
+		CU_ASSERT_EQUAL(g->tensors[nd->out[0]].dtype, DT_F32);
+	}
+	CU_ASSERT_EQUAL(g->tensors[g->nodes[7].in[0]].dtype, DT_F16); /* Transpose */
+	for (int i = 0; i < g->noutputs; i++) /* y and a: still the model's f16 tensors */
+		CU_ASSERT_EQUAL(g->tensors[g->outputs[i]].dtype, DT_F16);
+	CU_ASSERT_STRING_EQUAL(g->tensors[g->outputs[0]].name, "y");
+	CU_ASSERT_EQUAL(g->nodes[g->tensors[g->outputs[0]].producer].op, OP_Cast);
+	CU_ASSERT_EQUAL(ir_attr_int(g, g->tensors[g->outputs[0]].producer, "to", 0), DT_F16);
+	ir_free(g);
+
+	/* the Mul in stage 1 converts w again, under a name of its own */
+	g = half_graph(1, PHASE_FWD);
+	CU_ASSERT_TRUE_FATAL(pass_legalize_half(g, &cx));
+	CU_ASSERT_TRUE(pass_verify(g, &cx));
+	CU_ASSERT_EQUAL(g->nnodes, 12);
+	CU_ASSERT_EQUAL(casts_of(g, "w"), 2);
+	int named = 0;
+	for (TensorId t = 0; t < g->ntensors; t++)
+		named += !strcmp(g->tensors[t].name, "w:to_f32") + !strcmp(g->tensors[t].name, "w:to_f32.1");
+	CU_ASSERT_EQUAL(named, 2);
+	ir_free(g);
+
+	g = half_graph(0, PHASE_BWD);
+	quiet_diags();
+	CU_ASSERT_FALSE(pass_legalize_half(g, &cx));
+	CU_ASSERT_PTR_NOT_NULL(strstr(diag_last, "training on f16 tensors is not supported"));
+	ir_free(g);
+}
+
 void
 suite_passes(CU_pSuite s)
 {
@@ -328,4 +427,5 @@ suite_passes(CU_pSuite s)
 	ADD(s, fold_scopes_gpt_block);
 	ADD(s, fold_scopes_min_duplicate);
 	ADD(s, strip_aux_counts);
+	ADD(s, legalize_half);
 }

@@ -1,0 +1,244 @@
+/*
+ * legalize_half.c - half-precision arithmetic computed in f32.
+ *
+ * libtaprt's kernels compute in f32 (and f64 and the integer types); on
+ * f16 and bf16 tensors only the kernels that move bytes (HALF_NATIVE
+ * below) and Cast, Max, Min and Mod run.  Every other node with an f16 or
+ * bf16 input or output is rewritten, as onnxruntime's CPU provider does for
+ * the float16 kernels it lacks (its InsertCastTransformer):
+ *
+ *   y:f16 = Op(a:f16, b:f32)   ->   a' = Cast(a) to f32
+ *                                   y' = Op(a', b)         y' f32
+ *                                   y  = Cast(y') to f16
+ *
+ * so each such node computes in f32 and its result is rounded to the half
+ * type once, where the model's tensor is.  Every tensor of the model keeps
+ * its name, type and producer's meaning (graph outputs stay halves).  For
+ * the elementwise operators this is the ONNX result exactly: a half
+ * converts to f32 exactly, and one f32 operation rounded to f16 is the
+ * correctly rounded f16 operation (24 >= 2 * 11 + 2 significand bits);
+ * products and sums carry f32's precision to the one rounding, as numpy's
+ * float16 matmul and torch's CPU half kernels do.  bf16 rounds as tapc's
+ * Cast does (keeps the high half: docs/ops.md).
+ *
+ * A half tensor read by several rewritten nodes of one stage and one If
+ * branch is converted once, before the first of them (a weight of a
+ * repeated block: once a run).  Nodes that the pass would rewrite in the
+ * backward or optimizer phase are refused: the optimizer updates its
+ * weight in place, and a copy of it would not be the weight.
+ *
+ * Needs: a shaped per-rank graph, after the fusions (they leave halves
+ * alone) and before the schedule.  Guarantees: no node but HALF_NATIVE's,
+ * Cast, Max, Min and Mod reads or writes an f16 or bf16 tensor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "passes/passes.h"
+
+/* Runs on halves as they are: byte movement (libtaprt copies elements of
+ * any size), the comparisons of Max and Min, Mod, and Cast itself. */
+static bool
+half_native(const Graph *g, NodeId id)
+{
+	const Node *n = &g->nodes[id];
+	switch (n->op) {
+	case OP_Identity: case OP_Cast: case OP_Max: case OP_Min: case OP_Mod:
+	case OP_Shape: case OP_Size: case OP_Reshape: case OP_Flatten: case OP_Squeeze:
+	case OP_Unsqueeze: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice:
+	case OP_Gather: case OP_Expand: case OP_Tile: case OP_Where: case OP_If:
+	case OP_AllGather: case OP_Shard:
+		return true;
+	case OP_Pad: /* constant, edge and reflect copy elements */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool
+is_half(DType t)
+{
+	return t == DT_F16 || t == DT_BF16;
+}
+
+/* Does node id read or write a half tensor? */
+static bool
+touches_half(const Graph *g, const Node *n)
+{
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] != IR_NONE && is_half(g->tensors[n->in[i]].dtype))
+			return true;
+	for (int i = 0; i < n->nout; i++)
+		if (n->out[i] != IR_NONE && is_half(g->tensors[n->out[i]].dtype))
+			return true;
+	return false;
+}
+
+/* A half tensor's f32 copy, made for the nodes of one place. */
+typedef struct {
+	TensorId src, copy;
+	int stage, region, branch;
+} Conv;
+
+typedef struct {
+	Graph *g;
+	Conv *conv;
+	int nconv, capconv;
+	NodeId *before;         /* per new node, the old node it goes right before, */
+	NodeId *after;          /* or right after (the other IR_NONE) */
+	int nnew, capnew;
+	int nold;
+} Legal;
+
+static void
+note_new(Legal *l, NodeId before, NodeId after)
+{
+	if (l->nnew == l->capnew) {
+		l->capnew = l->capnew ? 2 * l->capnew : 64;
+		l->before = realloc(l->before, sizeof *l->before * l->capnew);
+		l->after = realloc(l->after, sizeof *l->after * l->capnew);
+		if (!l->before || !l->after)
+			die("out of memory");
+	}
+	l->before[l->nnew] = before;
+	l->after[l->nnew] = after;
+	l->nnew++;
+}
+
+/* A Cast node y = Cast(x) to dt in node at's place (stage, branch, phase). */
+static NodeId
+add_cast(Legal *l, NodeId at, TensorId x, TensorId y, DType dt)
+{
+	Graph *g = l->g;
+	char name[512];
+	snprintf(name, sizeof name, "%s/legalize_half", g->nodes[at].name);
+	NodeId c = ir_add_node(g, OP_Cast, name, 1, &x, 1, &y);
+	Node *cn = &g->nodes[c], *an = &g->nodes[at];
+	cn->subgraph = an->subgraph;
+	cn->stage = an->stage;
+	cn->region = an->region;
+	cn->branch = an->branch;
+	cn->phase = an->phase;
+	ir_set_attr(g, c, "to", ATTR_INT)->i = dt;
+	return c;
+}
+
+/* The f32 copy of half tensor t for node at, made before at if its place
+ * has none yet. */
+static TensorId
+f32_copy(Legal *l, NodeId at, TensorId t)
+{
+	Graph *g = l->g;
+	const Node *an = &g->nodes[at];
+	int same = 0;
+	for (int i = 0; i < l->nconv; i++) {
+		Conv *c = &l->conv[i];
+		if (c->src != t)
+			continue;
+		if (c->stage == an->stage && c->region == an->region && c->branch == an->branch)
+			return c->copy;
+		same++;
+	}
+	char name[512];
+	if (same)
+		snprintf(name, sizeof name, "%s:to_f32.%d", g->tensors[t].name, same);
+	else
+		snprintf(name, sizeof name, "%s:to_f32", g->tensors[t].name);
+	TensorId y = ir_add_tensor(g, name, TK_VALUE, DT_F32);
+	ir_set_shape(&g->tensors[y], g->tensors[t].rank, g->tensors[t].dims);
+	g->tensors[y].sym0 = g->tensors[t].sym0;
+	add_cast(l, at, t, y, DT_F32);
+	note_new(l, at, IR_NONE);
+	if (l->nconv == l->capconv) {
+		l->capconv = l->capconv ? 2 * l->capconv : 32;
+		l->conv = realloc(l->conv, sizeof *l->conv * l->capconv);
+		if (!l->conv)
+			die("out of memory");
+	}
+	l->conv[l->nconv++] = (Conv){t, y, an->stage, an->region, an->branch};
+	return y;
+}
+
+static bool
+legalize_node(Legal *l, NodeId id)
+{
+	Graph *g = l->g;
+	if (g->nodes[id].phase != PHASE_FWD) {
+		diag_node(g, id, "training on %s tensors is not supported: the backward and "
+		    "optimizer nodes compute in f32 (export the model in float32)",
+		    ir_dtype_name(DT_F16));
+		return false;
+	}
+	for (int i = 0; i < g->nodes[id].nin; i++) {
+		TensorId t = g->nodes[id].in[i];
+		if (t != IR_NONE && is_half(g->tensors[t].dtype)) {
+			TensorId c = f32_copy(l, id, t);
+			g->nodes[id].in[i] = c;
+		}
+	}
+	for (int i = 0; i < g->nodes[id].nout; i++) {
+		TensorId t = g->nodes[id].out[i];
+		if (t == IR_NONE || !is_half(g->tensors[t].dtype))
+			continue;
+		char name[512];
+		snprintf(name, sizeof name, "%s:f32", g->tensors[t].name);
+		TensorId y = ir_add_tensor(g, name, TK_VALUE, DT_F32);
+		Tensor *yt = &g->tensors[y], *tt = &g->tensors[t];
+		ir_set_shape(yt, tt->rank, tt->dims);
+		yt->sym0 = tt->sym0;
+		yt->tp_kind = tt->tp_kind;
+		g->nodes[id].out[i] = y;
+		yt->producer = id;
+		add_cast(l, id, y, t, tt->dtype);
+		note_new(l, IR_NONE, id);
+	}
+	/* the node types again on f32: its outputs are f32 now */
+	if (!ir_infer_node(g, id))
+		die("legalize-half: node '%s' (%s) does not type on f32", g->nodes[id].name,
+		    ir_op_name(g->nodes[id].op));
+	for (int i = 0; i < g->nodes[id].nout; i++) {
+		TensorId t = g->nodes[id].out[i];
+		if (t != IR_NONE && is_half(g->tensors[t].dtype))
+			die("legalize-half: node '%s' (%s) still makes %s", g->nodes[id].name,
+			    ir_op_name(g->nodes[id].op), ir_dtype_name(g->tensors[t].dtype));
+	}
+	return true;
+}
+
+bool
+pass_legalize_half(Graph *g, PassCtx *cx)
+{
+	(void)cx;
+	Legal l = {.g = g, .nold = g->nnodes};
+	bool ok = true;
+	for (NodeId id = 0; id < l.nold; id++) {
+		Node *n = &g->nodes[id];
+		if (n->dead || half_native(g, id) || !touches_half(g, n))
+			continue;
+		ok &= legalize_node(&l, id);
+	}
+	if (ok && l.nnew) {
+		/* each input's Cast right before its first reader, each output's
+		 * right after its node */
+		NodeId *order = malloc(sizeof *order * (g->nnodes + 1));
+		if (!order)
+			die("out of memory");
+		int k = 0, c = 0; /* made in node order: a node's befores, then afters */
+		for (NodeId id = 0; id < l.nold; id++) {
+			while (c < l.nnew && l.before[c] == id)
+				order[k++] = l.nold + c++;
+			order[k++] = id;
+			while (c < l.nnew && l.after[c] == id)
+				order[k++] = l.nold + c++;
+		}
+		if (k != g->nnodes)
+			die("legalize-half: %d of %d nodes placed", k, g->nnodes);
+		ir_reorder(g, order);
+		free(order);
+	}
+	free(l.conv);
+	free(l.before);
+	free(l.after);
+	return ok;
+}
