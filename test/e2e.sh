@@ -23,7 +23,8 @@
 # 2 3) more plans per mesh of RANDOM_MESHES (default 1x2 1x4), drawn
 # uniformly from the valid ones (-tp-random=SEED), must pass the same
 # check: every sharding pattern the router accepts has to compute the
-# model.  Then the static-batch exports (below).  Last, plans forced by
+# model.  Then the static-batch exports (below), then five fixtures as float16 models
+# (below).  Last, plans forced by
 # editing tp-plan's dump (the traps of
 # docs/tensor-parallel.md: a tied table split two ways, a split residual
 # stream reaching LayerNorm) are rewritten, built and checked.
@@ -119,6 +120,39 @@ for m in test/e2e/*/static/model.onnx; do
 			fail "$what"; cat "$tmp/log"
 		fi
 		sed 's/^/    /' "$tmp/log"
+		rm -rf "$out"
+	done
+done
+
+# Half precision: gpt, bert, cnn, resnet and mlp as the float16 models a converter makes
+# (test/e2e/to_f16.py: weights, constants, inputs and outputs f16), so that every node is
+# computed in f32 between legalize-half's Casts: at 1x1 and 1x2 (the plan tapc picks) at batch
+# 1, and gpt and resnet with -pp=2 at batch 4 (halves sent between stages), against torch's
+# float32 outputs rounded to float16, at rtol and atol 2e-2 (the half programs differ from them
+# by up to 0.012, the half weights' and activations' rounding).
+py=${PYTHON:-/usr/bin/python3}
+for name in gpt bert cnn resnet mlp; do
+	h="$tmp/f16-$name"
+	if ! "$py" test/e2e/to_f16.py "test/e2e/$name/model.onnx" "$h" \
+	    "test/e2e/$name/test_data_set_0" "test/e2e/$name/test_data_set_1" 2>"$tmp/err"; then
+		fail "$name f16: to_f16.py: $(tail -1 "$tmp/err")"
+		continue
+	fi
+	runs="1x1::0 1x2::0"
+	case $name in gpt|resnet) runs="$runs 1x2:-pp=2,-batch=4:1" ;; esac
+	for run in $runs; do
+		mesh=${run%%:*}; rest=${run#*:}; flags=$(echo "${rest%%:*}" | tr , ' '); set=${rest#*:}
+		what="$name f16 -mesh $mesh${flags:+ $flags} test_data_set_$set"
+		out="$tmp/f16-$name-out"
+		if ! "$TAPC" "$h/model.onnx" -mesh "$mesh" $flags -o "$out" 2>"$tmp/err"; then
+			fail "$what: tapc: $(head -1 "$tmp/err")"
+		elif ! make -s -C "$out" >"$tmp/err" 2>&1; then
+			fail "$what: make"; head -5 "$tmp/err"
+		elif "$out/model" --check "$h/test_data_set_$set" --rtol 2e-2 --atol 2e-2 >"$tmp/log" 2>&1; then
+			pass "$what"
+		else
+			fail "$what"; cat "$tmp/log"
+		fi
 		rm -rf "$out"
 	done
 done
