@@ -37,7 +37,10 @@
 #include "passes/passes.h"
 
 /* Runs on halves as they are: byte movement (libtaprt copies elements of
- * any size), the comparisons of Max and Min, Mod, and Cast itself. */
+ * any size), the comparisons of Max and Min, Mod, and Cast itself.  Every
+ * other operator computes its outputs' type from its inputs', so that the
+ * node retypes to f32 with them; the rest may move bytes too, but run in
+ * f32 all the same (a conversion there and back is exact). */
 static bool
 half_native(const Graph *g, NodeId id)
 {
@@ -48,8 +51,8 @@ half_native(const Graph *g, NodeId id)
 	case OP_Unsqueeze: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice:
 	case OP_Gather: case OP_Expand: case OP_Tile: case OP_Where: case OP_If:
 	case OP_AllGather: case OP_Shard:
-		return true;
-	case OP_Pad: /* constant, edge and reflect copy elements */
+	case OP_Pad:             /* constant, edge and reflect copy elements */
+	case OP_ConstantOfShape: /* fills with its value's bytes (its type is the value's) */
 		return true;
 	default:
 		return false;

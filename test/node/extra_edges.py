@@ -25,7 +25,8 @@
 # infinities, signed zeros and subnormals, broadcasting arithmetic (a division by zero, an
 # overflow to inf), a 3000-term ReduceSum (f32 accumulation), MatMul, Gemm, Conv + Relu with f16
 # weights, Softmax, LayerNormalization, results of other types (Less, ArgMax, TopK), a chain with
-# a byte-moving Transpose and an intermediate output, and bf16 Mul and Add inside an f32 graph;
+# a byte-moving Transpose and an intermediate output, bf16 Mul and Add inside an f32 graph, and a
+# ConstantOfShape of a half value (70x70: not folded);
 # references computed in float32 on the halves and rounded to float16 after each operator.  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
@@ -225,6 +226,12 @@ def half_compute(out):
                                 mk("Mul", ["xb", "cb"], ["m"]), mk("Add", ["m", "xb"], ["s"]),
                                 mk("Cast", ["s"], ["y"], to=onnx.TensorProto.FLOAT)],
           [("x", xb)], [("y", bf(bf(bf(xb) * bf(cb)) + bf(xb)))], [("c", cb)])
+    # a ConstantOfShape of a half value too large to fold (a node whose type is its value's)
+    xc = r16((70, 70))
+    val = onnx.helper.make_tensor("v", onnx.TensorProto.FLOAT16, [1], [1.5])
+    write(out, "constantofshape_f16_add",
+          [mk("ConstantOfShape", ["s"], ["c"], value=val), mk("Add", ["x", "c"], ["y"])],
+          [("x", xc)], [("y", (f(xc) + F32(1.5)).astype(F16))], [("s", np.array([70, 70], np.int64))])
 
 
 def reductions(out):
