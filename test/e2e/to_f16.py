@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 # to_f16.py MODEL OUTDIR [DATASET...] - a float32 fixture as the float16 model a converter
 # makes (onnxconverter-common's float16 conversion, keep_io_types off): every float32
-# initializer, Constant value and ConstantOfShape value in float16, Casts to float retargeted
-# to float16, float32 graph inputs, outputs and value_info declared float16.  Writes
-# OUTDIR/model.onnx and, for each DATASET directory (test_data_set_N), OUTDIR/<its name>/ with
-# the float32 inputs rounded to float16 and the float32 references (torch's) rounded the same;
-# test/e2e.sh checks tapc's half program against them at a float16 tolerance.  Needs Debian's
-# /usr/bin/python3 with python3-onnx and numpy.
+# initializer, Constant value and ConstantOfShape value in float16 (but Resize's scales,
+# float32 by the spec), Casts to float retargeted to float16, float32 graph inputs, outputs
+# and value_info declared float16.  Writes OUTDIR/model.onnx and, for each DATASET directory
+# (test_data_set_N), OUTDIR/<its name>/ with the float32 inputs rounded to float16 and the
+# float32 references (torch's) rounded the same; test/e2e.sh checks tapc's half program
+# against them at a float16 tolerance.  Needs Debian's /usr/bin/python3 with python3-onnx
+# and numpy.
 import os
 import sys
 
@@ -26,11 +27,16 @@ def main():
         return 2
     m = onnx.load(sys.argv[1])
     g = m.graph
+    # inputs the spec types float32 whatever the data (Resize's and Upsample's scales)
+    keep = {n.input[i] for n in g.node for i in (1, 2) if len(n.input) > i and
+            (n.op_type, i) in (("Resize", 2), ("Upsample", 1))}
     for t in g.initializer:
-        half(t)
+        if t.name not in keep:
+            half(t)
     for n in g.node:
         for a in n.attribute:
-            if a.type == onnx.AttributeProto.TENSOR:
+            if a.type == onnx.AttributeProto.TENSOR and not (n.op_type == "Constant" and
+                                                            n.output[0] in keep):
                 half(a.t)
             if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
                 a.i = TensorProto.FLOAT16
