@@ -1249,7 +1249,9 @@ const_scalar(Graph *g, NodeId n, int i, const char *what, int64_t *v)
 		    i, t->name, what);
 		return false;
 	}
-	if (ir_numel(t) != 1 || t->rank > 1 || !is_arith(t->dtype)) {
+	/* halves are numbers at run time (legalize-half), not to this reader */
+	if (ir_numel(t) != 1 || t->rank > 1 || !is_arith(t->dtype) || t->dtype == DT_F16 ||
+	    t->dtype == DT_BF16) {
 		diag_node(g, n, "input %d (%s) is %s, expected one number", i, what, ts(t));
 		return false;
 	}
@@ -1974,8 +1976,9 @@ infer_rnn(Graph *g, NodeId n)
 	Tensor *x = in(g, n, 0), *r = in(g, n, 2), *sl = in(g, n, 4);
 	if (!want_rank(g, n, 0, 3, 3) || !want_rank(g, n, 1, 3, 3) || !want_rank(g, n, 2, 3, 3))
 		return false;
-	if (x->dtype != DT_F32) {
-		diag_node(g, n, "input 0 is %s, but only f32 is supported", ts(x));
+	if (x->dtype != DT_F32 && x->dtype != DT_F16 && x->dtype != DT_BF16) {
+		diag_node(g, n, "input 0 is %s, but only f32 (or f16, bf16: computed in f32) is supported",
+		    ts(x));
 		return false;
 	}
 	for (int i = 1; i < 8; i++)

@@ -25,8 +25,8 @@
 # infinities, signed zeros and subnormals, broadcasting arithmetic (a division by zero, an
 # overflow to inf), a 3000-term ReduceSum (f32 accumulation), MatMul, Gemm, Conv + Relu with f16
 # weights, Softmax, LayerNormalization, results of other types (Less, ArgMax, TopK), a chain with
-# a byte-moving Transpose and an intermediate output, bf16 Mul and Add inside an f32 graph, and a
-# ConstantOfShape of a half value (70x70: not folded);
+# a byte-moving Transpose and an intermediate output, bf16 Mul and Add inside an f32 graph, a
+# ConstantOfShape of a half value (70x70: not folded) and a simple RNN (the spec's recurrence);
 # references computed in float32 on the halves and rounded to float16 after each operator.  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
@@ -232,6 +232,16 @@ def half_compute(out):
     write(out, "constantofshape_f16_add",
           [mk("ConstantOfShape", ["s"], ["c"], value=val), mk("Add", ["x", "c"], ["y"])],
           [("x", xc)], [("y", (f(xc) + F32(1.5)).astype(F16))], [("s", np.array([70, 70], np.int64))])
+    # a simple RNN (tanh) over 4 steps: H_t = tanh(X_t W^T + H_(t-1) R^T + Wb + Rb), the spec's
+    xr, wr, rr, br = r16((4, 2, 3)), r16((1, 5, 3), 0.5), r16((1, 5, 5), 0.5), r16((1, 10), 0.2)
+    h = np.zeros((2, 5), F32)
+    ys = []
+    for t in range(4):
+        h = np.tanh(f(xr[t]) @ f(wr[0]).T + h @ f(rr[0]).T + f(br[0, :5]) + f(br[0, 5:]))
+        ys.append(h)
+    write(out, "rnn_f16", [mk("RNN", ["x", "w", "r", "b"], ["y", "yh"], hidden_size=5)],
+          [("x", xr)], [("y", np.stack(ys)[:, None].astype(F16)), ("yh", ys[-1][None].astype(F16))],
+          [("w", wr), ("r", rr), ("b", br)])
 
 
 def reductions(out):
