@@ -504,8 +504,8 @@ main(int argc, char **argv)
 		diag_error("-min-duplicate=%d: a block must repeat at least twice", o.min_duplicate);
 		return 1;
 	}
-	const char *pipeline = *o.passes ? o.passes : o.no_fuse ? PASS_PLAN_PIPELINE ",legalize-half,verify" :
-	    PASS_DEFAULT_PIPELINE;
+	const char *pipeline = *o.passes ? o.passes :
+	    o.no_fuse ? PASS_PLAN_PIPELINE ",legalize-half,verify" : PASS_DEFAULT_PIPELINE;
 	bool ok = pass_check_pipeline(pipeline, "-passes") &
 	    pass_check_pipeline(o.print_before, "-print-before") &
 	    pass_check_pipeline(o.print_after, "-print-after") &

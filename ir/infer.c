@@ -1076,8 +1076,7 @@ infer_pad(Graph *g, NodeId n)
 /* ------------------------------------------------------ indexing by data */
 
 /* The dtypes the computing kernels (scatter reductions, CumSum, TopK,
- * Einsum) implement. */
-/* Numbers (halves too: passes/legalize_half.c computes them in f32). */
+ * Einsum) implement: halves too, computed in f32 (passes/legalize_half.c). */
 static bool
 is_arith(DType t)
 {

@@ -2,7 +2,7 @@
  * legalize_half.c - half-precision arithmetic computed in f32.
  *
  * libtaprt's kernels compute in f32 (and f64 and the integer types); on
- * f16 and bf16 tensors only the kernels that move bytes (HALF_NATIVE
+ * f16 and bf16 tensors only the kernels that move bytes (half_native
  * below) and Cast, Max, Min and Mod run.  Every other node with an f16 or
  * bf16 input or output is rewritten, as onnxruntime's CPU provider does for
  * the float16 kernels it lacks (its InsertCastTransformer):
@@ -28,8 +28,8 @@
  * weight in place, and a copy of it would not be the weight.
  *
  * Needs: a shaped per-rank graph, after the fusions (they leave halves
- * alone) and before the schedule.  Guarantees: no node but HALF_NATIVE's,
- * Cast, Max, Min and Mod reads or writes an f16 or bf16 tensor.
+ * alone) and before the schedule.  Guarantees: no node but half_native's
+ * reads or writes an f16 or bf16 tensor.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,14 +80,16 @@ touches_half(const Graph *g, const Node *n)
 
 /* A half tensor's f32 copy, made for the nodes of one place. */
 typedef struct {
-	TensorId src, copy;
+	TensorId copy;
 	int stage, region, branch;
+	int next;               /* the same tensor's next copy (another place), or -1 */
 } Conv;
 
 typedef struct {
 	Graph *g;
 	Conv *conv;
 	int nconv, capconv;
+	int *head;              /* per tensor of the graph as it came, its first copy or -1 */
 	NodeId *before;         /* per new node, the old node it goes right before, */
 	NodeId *after;          /* or right after (the other IR_NONE) */
 	int nnew, capnew;
@@ -133,15 +135,14 @@ static TensorId
 f32_copy(Legal *l, NodeId at, TensorId t)
 {
 	Graph *g = l->g;
-	const Node *an = &g->nodes[at];
+	/* the place, copied: adding the Cast moves the node array */
+	const int stage = g->nodes[at].stage, region = g->nodes[at].region,
+	    branch = g->nodes[at].branch;
 	int same = 0;
-	for (int i = 0; i < l->nconv; i++) {
-		Conv *c = &l->conv[i];
-		if (c->src != t)
-			continue;
-		if (c->stage == an->stage && c->region == an->region && c->branch == an->branch)
+	for (int i = l->head[t]; i >= 0; i = l->conv[i].next, same++) {
+		const Conv *c = &l->conv[i];
+		if (c->stage == stage && c->region == region && c->branch == branch)
 			return c->copy;
-		same++;
 	}
 	char name[512];
 	if (same)
@@ -159,7 +160,8 @@ f32_copy(Legal *l, NodeId at, TensorId t)
 		if (!l->conv)
 			die("out of memory");
 	}
-	l->conv[l->nconv++] = (Conv){t, y, an->stage, an->region, an->branch};
+	l->conv[l->nconv] = (Conv){y, stage, region, branch, l->head[t]};
+	l->head[t] = l->nconv++;
 	return y;
 }
 
@@ -168,9 +170,8 @@ legalize_node(Legal *l, NodeId id)
 {
 	Graph *g = l->g;
 	if (g->nodes[id].phase != PHASE_FWD) {
-		diag_node(g, id, "training on %s tensors is not supported: the backward and "
-		    "optimizer nodes compute in f32 (export the model in float32)",
-		    ir_dtype_name(DT_F16));
+		diag_node(g, id, "training on f16 or bf16 tensors is not supported: the backward "
+		    "and optimizer nodes compute in f32 (export the model in float32)");
 		return false;
 	}
 	for (int i = 0; i < g->nodes[id].nin; i++) {
@@ -214,6 +215,11 @@ pass_legalize_half(Graph *g, PassCtx *cx)
 {
 	(void)cx;
 	Legal l = {.g = g, .nold = g->nnodes};
+	l.head = malloc(sizeof *l.head * (g->ntensors + 1));
+	if (!l.head)
+		die("out of memory");
+	for (TensorId t = 0; t < g->ntensors; t++)
+		l.head[t] = -1;
 	bool ok = true;
 	for (NodeId id = 0; id < l.nold; id++) {
 		Node *n = &g->nodes[id];
@@ -240,6 +246,7 @@ pass_legalize_half(Graph *g, PassCtx *cx)
 		ir_reorder(g, order);
 		free(order);
 	}
+	free(l.head);
 	free(l.conv);
 	free(l.before);
 	free(l.after);
