@@ -124,6 +124,23 @@ for m in test/e2e/*/static/model.onnx; do
 	done
 done
 
+# compile_check WHAT OUT DATASET RTOL ATOL TAPC-ARGS...: tapc TAPC-ARGS -o OUT, make, and
+# OUT/model --check DATASET at RTOL/ATOL; one pass or fail for WHAT; OUT removed after
+compile_check() {
+	what=$1 out=$2 data=$3 rtol=$4 atol=$5
+	shift 5
+	if ! "$TAPC" "$@" -o "$out" 2>"$tmp/err"; then
+		fail "$what: tapc: $(head -1 "$tmp/err")"
+	elif ! make -s -C "$out" >"$tmp/err" 2>&1; then
+		fail "$what: make"; head -5 "$tmp/err"
+	elif "$out/model" --check "$data" --rtol "$rtol" --atol "$atol" >"$tmp/log" 2>&1; then
+		pass "$what"
+	else
+		fail "$what"; cat "$tmp/log"
+	fi
+	rm -rf "$out"
+}
+
 # Half precision: gpt, bert, cnn, resnet and mlp as the float16 models a converter makes
 # (test/e2e/to_f16.py: weights, constants, inputs and outputs f16), so that every node is
 # computed in f32 between legalize-half's Casts: at 1x1 and 1x2 (the plan tapc picks) at batch
@@ -142,18 +159,9 @@ for name in gpt bert cnn resnet mlp; do
 	case $name in gpt|resnet) runs="$runs 1x2:-pp=2,-batch=4:1" ;; esac
 	for run in $runs; do
 		mesh=${run%%:*}; rest=${run#*:}; flags=$(echo "${rest%%:*}" | tr , ' '); set=${rest#*:}
-		what="$name f16 -mesh $mesh${flags:+ $flags} test_data_set_$set"
-		out="$tmp/f16-$name-out"
-		if ! "$TAPC" "$h/model.onnx" -mesh "$mesh" $flags -o "$out" 2>"$tmp/err"; then
-			fail "$what: tapc: $(head -1 "$tmp/err")"
-		elif ! make -s -C "$out" >"$tmp/err" 2>&1; then
-			fail "$what: make"; head -5 "$tmp/err"
-		elif "$out/model" --check "$h/test_data_set_$set" --rtol 2e-2 --atol 2e-2 >"$tmp/log" 2>&1; then
-			pass "$what"
-		else
-			fail "$what"; cat "$tmp/log"
-		fi
-		rm -rf "$out"
+		compile_check "$name f16 -mesh $mesh${flags:+ $flags} test_data_set_$set" \
+		    "$tmp/f16-$name-out" "$h/test_data_set_$set" 2e-2 2e-2 \
+		    "$h/model.onnx" -mesh "$mesh" $flags
 	done
 done
 
@@ -170,16 +178,10 @@ forced() {
 	sed "$edit" "$tmp/planned.ir" >"$tmp/forced.ir"
 	if cmp -s "$tmp/planned.ir" "$tmp/forced.ir"; then
 		fail "$what: the edit changed nothing"
-	elif ! "$TAPC" "$tmp/forced.ir" -passes=tp-rewrite,verify -o "$out" 2>"$tmp/err"; then
-		fail "$what: tapc: $(head -1 "$tmp/err")"
-	elif ! make -s -C "$out" >"$tmp/err" 2>&1; then
-		fail "$what: make"; head -5 "$tmp/err"
-	elif "$out/model" --check "test/e2e/$name/test_data_set_0" --rtol 1e-4 --atol 1e-5 >"$tmp/log" 2>&1; then
-		pass "$what"
 	else
-		fail "$what"; cat "$tmp/log"
+		compile_check "$what" "$out" "test/e2e/$name/test_data_set_0" 1e-4 1e-5 \
+		    "$tmp/forced.ir" -passes=tp-rewrite,verify
 	fi
-	rm -rf "$out"
 }
 # the recurrent layers stay whole: a column-split projection reaches the LSTM
 # split (gathered first), the head's row split takes a slice of the RNN's output
