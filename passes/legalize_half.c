@@ -90,30 +90,16 @@ typedef struct {
 	Conv *conv;
 	int nconv, capconv;
 	int *head;              /* per tensor of the graph as it came, its first copy or -1 */
-	NodeId *before;         /* per new node, the old node it goes right before, */
-	NodeId *after;          /* or right after (the other IR_NONE) */
-	int nnew, capnew;
+	int64_t *slot;          /* per Cast made (node nold + i): 2 * n to go right before
+				 * node n, 2 * n + 1 right after it */
+	int capslot;
 	int nold;
 } Legal;
 
+/* A Cast node y = Cast(x) to dt in node at's place (stage, branch,
+ * phase), to go right before at or right after it. */
 static void
-note_new(Legal *l, NodeId before, NodeId after)
-{
-	if (l->nnew == l->capnew) {
-		l->capnew = l->capnew ? 2 * l->capnew : 64;
-		l->before = realloc(l->before, sizeof *l->before * l->capnew);
-		l->after = realloc(l->after, sizeof *l->after * l->capnew);
-		if (!l->before || !l->after)
-			die("out of memory");
-	}
-	l->before[l->nnew] = before;
-	l->after[l->nnew] = after;
-	l->nnew++;
-}
-
-/* A Cast node y = Cast(x) to dt in node at's place (stage, branch, phase). */
-static NodeId
-add_cast(Legal *l, NodeId at, TensorId x, TensorId y, DType dt)
+add_cast(Legal *l, NodeId at, bool after, TensorId x, TensorId y, DType dt)
 {
 	Graph *g = l->g;
 	char name[512];
@@ -126,7 +112,14 @@ add_cast(Legal *l, NodeId at, TensorId x, TensorId y, DType dt)
 	cn->branch = an->branch;
 	cn->phase = an->phase;
 	ir_set_attr(g, c, "to", ATTR_INT)->i = dt;
-	return c;
+	int i = c - l->nold;
+	if (i == l->capslot) {
+		l->capslot = l->capslot ? 2 * l->capslot : 64;
+		l->slot = realloc(l->slot, sizeof *l->slot * l->capslot);
+		if (!l->slot)
+			die("out of memory");
+	}
+	l->slot[i] = 2 * (int64_t)at + after;
 }
 
 /* The f32 copy of half tensor t for node at, made before at if its place
@@ -152,8 +145,7 @@ f32_copy(Legal *l, NodeId at, TensorId t)
 	TensorId y = ir_add_tensor(g, name, TK_VALUE, DT_F32);
 	ir_set_shape(&g->tensors[y], g->tensors[t].rank, g->tensors[t].dims);
 	g->tensors[y].sym0 = g->tensors[t].sym0;
-	add_cast(l, at, t, y, DT_F32);
-	note_new(l, at, IR_NONE);
+	add_cast(l, at, false, t, y, DT_F32);
 	if (l->nconv == l->capconv) {
 		l->capconv = l->capconv ? 2 * l->capconv : 32;
 		l->conv = realloc(l->conv, sizeof *l->conv * l->capconv);
@@ -194,8 +186,7 @@ legalize_node(Legal *l, NodeId id)
 		yt->tp_kind = tt->tp_kind;
 		g->nodes[id].out[i] = y;
 		yt->producer = id;
-		add_cast(l, id, y, t, tt->dtype);
-		note_new(l, IR_NONE, id);
+		add_cast(l, id, true, y, t, tt->dtype);
 	}
 	/* the node types again on f32: its outputs are f32 now */
 	if (!ir_infer_node(g, id))
@@ -227,7 +218,8 @@ pass_legalize_half(Graph *g, PassCtx *cx)
 			continue;
 		ok &= legalize_node(&l, id);
 	}
-	if (ok && l.nnew) {
+	const int nnew = g->nnodes - l.nold;
+	if (ok && nnew) {
 		/* each input's Cast right before its first reader, each output's
 		 * right after its node */
 		NodeId *order = malloc(sizeof *order * (g->nnodes + 1));
@@ -235,10 +227,10 @@ pass_legalize_half(Graph *g, PassCtx *cx)
 			die("out of memory");
 		int k = 0, c = 0; /* made in node order: a node's befores, then afters */
 		for (NodeId id = 0; id < l.nold; id++) {
-			while (c < l.nnew && l.before[c] == id)
+			while (c < nnew && l.slot[c] == 2 * (int64_t)id)
 				order[k++] = l.nold + c++;
 			order[k++] = id;
-			while (c < l.nnew && l.after[c] == id)
+			while (c < nnew && l.slot[c] == 2 * (int64_t)id + 1)
 				order[k++] = l.nold + c++;
 		}
 		if (k != g->nnodes)
@@ -248,7 +240,6 @@ pass_legalize_half(Graph *g, PassCtx *cx)
 	}
 	free(l.head);
 	free(l.conv);
-	free(l.before);
-	free(l.after);
+	free(l.slot);
 	return ok;
 }
