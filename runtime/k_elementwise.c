@@ -314,8 +314,8 @@ taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 
 /* ------------------------------------------------------------------- Cast */
 
-/* IEEE half <-> float, round to nearest even; bf16 keeps the high half of
- * a float (truncation, as ONNX 1.12's reference does). */
+/* IEEE half <-> float, round to nearest even (bf16: internal.h's, the
+ * high half of a float, truncation as ONNX 1.12's reference does). */
 float
 taprt_half_to_float(uint16_t h)
 {
@@ -376,12 +376,7 @@ ld_f(const void *p, int dt, int64_t i)
 	switch (dt) {
 	ALL_TYPES(LD_CASE, _)
 	case TAPRT_F16: return taprt_half_to_float(((const uint16_t *)p)[i]);
-	case TAPRT_BF16: {
-		uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
-		float f;
-		memcpy(&f, &b, 4);
-		return f;
-	}
+	case TAPRT_BF16: return taprt_bf16_to_float(((const uint16_t *)p)[i]);
 	}
 	return 0;
 }
@@ -406,13 +401,9 @@ st_f(void *p, int dt, int64_t i, double v)
 	case TAPRT_F16:
 		((uint16_t *)p)[i] = float_to_half((float)v);
 		return;
-	case TAPRT_BF16: {
-		float f = (float)v;
-		uint32_t b;
-		memcpy(&b, &f, 4);
-		((uint16_t *)p)[i] = (uint16_t)(b >> 16);
+	case TAPRT_BF16:
+		((uint16_t *)p)[i] = taprt_float_to_bf16((float)v);
 		return;
-	}
 	}
 }
 
@@ -475,24 +466,18 @@ half_chunk(const void *x, int xd, void *y, int yd, int64_t n, bool avx2)
 	uint16_t *yh = y;
 	const float *xf = x;
 	float *yf = y;
-	if (xd == TAPRT_F16) {
+	if (xd == TAPRT_F16)
 		for (int64_t i = 0; i < n; i++)
 			yf[i] = taprt_half_to_float(xh[i]);
-	} else if (yd == TAPRT_F16) {
+	else if (yd == TAPRT_F16)
 		for (int64_t i = 0; i < n; i++)
 			yh[i] = float_to_half(xf[i]);
-	} else if (xd == TAPRT_BF16) {
-		for (int64_t i = 0; i < n; i++) {
-			uint32_t b = (uint32_t)xh[i] << 16;
-			memcpy(&yf[i], &b, 4);
-		}
-	} else {
-		for (int64_t i = 0; i < n; i++) {
-			uint32_t b;
-			memcpy(&b, &xf[i], 4);
-			yh[i] = (uint16_t)(b >> 16);
-		}
-	}
+	else if (xd == TAPRT_BF16)
+		for (int64_t i = 0; i < n; i++)
+			yf[i] = taprt_bf16_to_float(xh[i]);
+	else
+		for (int64_t i = 0; i < n; i++)
+			yh[i] = taprt_float_to_bf16(xf[i]);
 }
 
 /* x (f16 or bf16) to f32 or back; false for other pairs. */

@@ -494,12 +494,7 @@ elem(int dtype, const void *p, int64_t i)
 	case TAPRT_I8: return ((const int8_t *)p)[i];
 	case TAPRT_U8: case TAPRT_BOOL: return ((const uint8_t *)p)[i];
 	case TAPRT_F16: return taprt_half_to_float(((const uint16_t *)p)[i]);
-	case TAPRT_BF16: { /* the high half of a float */
-		uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
-		float f;
-		memcpy(&f, &b, 4);
-		return f;
-	}
+	case TAPRT_BF16: return taprt_bf16_to_float(((const uint16_t *)p)[i]);
 	default: return NAN;
 	}
 }
