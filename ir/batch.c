@@ -697,7 +697,8 @@ forward(An *a, NodeId n)
 		break;
 	}
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:
-	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ArgMax: case OP_ArgMin: {
+	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
+	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_ArgMax: case OP_ArgMin: {
 		if (p.axis < 0)
 			break;
 		int64_t mask = reduced_axes(a, n, rank);

@@ -314,6 +314,8 @@ static const struct {
 	[OP_ReduceMean] = {1, 2, 1, 1}, [OP_ReduceSum] = {1, 2, 1, 1},
 	[OP_ReduceMax] = {1, 2, 1, 1}, [OP_ReduceMin] = {1, 2, 1, 1},
 	[OP_ReduceProd] = {1, 2, 1, 1}, [OP_ReduceSumSquare] = {1, 2, 1, 1},
+	[OP_ReduceL1] = {1, 2, 1, 1}, [OP_ReduceL2] = {1, 2, 1, 1},
+	[OP_ReduceLogSum] = {1, 2, 1, 1}, [OP_ReduceLogSumExp] = {1, 2, 1, 1},
 	[OP_ArgMax] = {1, 1, 1, 1}, [OP_ArgMin] = {1, 1, 1, 1},
 	[OP_Constant] = {0, 0, 1, 1}, [OP_ConstantOfShape] = {1, 1, 1, 1},
 	[OP_Shape] = {1, 1, 1, 1}, [OP_Size] = {1, 1, 1, 1}, [OP_Range] = {3, 3, 1, 1},
@@ -507,6 +509,13 @@ infer_reduce(Graph *g, NodeId n)
 	Op op = ir_node(g, n)->op;
 	bool keep = ir_attr_int(g, n, "keepdims", 1) != 0;
 	unsigned mask = 0;
+	/* exp of an integer: the opsets' type lists have them by mistake
+	 * (opset 21 dropped them) */
+	if (op == OP_ReduceLogSumExp && x->dtype != DT_F32 && x->dtype != DT_F64 &&
+	    x->dtype != DT_F16 && x->dtype != DT_BF16) {
+		diag_node(g, n, "input 0 is %s, but only float types are supported", ts(x));
+		return false;
+	}
 	if (op == OP_ArgMax || op == OP_ArgMin) {
 		int64_t axis = ir_attr_int(g, n, "axis", 0);
 		if (!norm_axis(g, n, &axis, x->rank))

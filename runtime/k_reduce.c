@@ -1,6 +1,6 @@
 /*
  * k_reduce.c - reductions and normalizations: ReduceMean/Sum/Max/Min/Prod/
- * SumSquare, ArgMax/ArgMin, Softmax/LogSoftmax, LayerNormalization,
+ * SumSquare/L1/L2/LogSum/LogSumExp, ArgMax/ArgMin, Softmax/LogSoftmax, LayerNormalization,
  * BatchNormalization and InstanceNormalization.
  *
  * Needs: output dtypes, shapes and buffers set by tapc.  Reductions first
@@ -14,8 +14,8 @@
  * libm's does not).  A contiguous f32 softmax row has an AVX2 + FMA kernel
  * too (softmax_row_avx2, chosen by taprt_isa).
  *
- * Types: reductions and Arg* take every integer and float type; Softmax and
- * the normalizations take f32 and f64.
+ * Types: reductions and Arg* take every integer and float type (LogSumExp
+ * f32 and f64); Softmax and the normalizations take f32 and f64.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -95,7 +95,7 @@ max_f32(const float *x, int64_t len)
 
 /* --------------------------------------------------------------- Reduce* */
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ };
+enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ, R_L1, R_L2, R_LOGSUM, R_LSE };
 
 /* The input as merged groups of axes: rows of len elements in memory
  * order; ystep[g] is the output step of outer group g (0 if reduced). */
@@ -126,7 +126,10 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
  * A typed reduction.  Outputs start at the op's identity; each row folds
  * in (FOLD(acc, v) combines, SQ squares for SumSquare).  Float rows of a
  * sum go through sum_f32.  Max and Min keep a NaN (numpy's, onnx's
- * reference; the elementwise Max and Min do too).
+ * reference; the elementwise Max and Min do too).  L1 sums magnitudes, L2
+ * is the root of SumSquare's sum and LogSum the log of Sum's, each taken
+ * in double and stored in the type (onnx's reference: numpy's, then
+ * astype).
  */
 #define REDUCE_T(D, T, ...)                                                  \
 	static void                                                          \
@@ -145,7 +148,7 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 			if (w->inner_reduced) {                              \
 				T a = *yr;                                   \
 				switch (op) {                                \
-				case R_SUM: case R_MEAN:                     \
+				case R_SUM: case R_MEAN: case R_LOGSUM:      \
 					if (D == TAPRT_F32) {                \
 						a += (T)sum_f32((const float *)x, len); \
 						break;                       \
@@ -153,9 +156,13 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 					for (int64_t i = 0; i < len; i++)    \
 						a += x[i];                   \
 					break;                               \
-				case R_SUMSQ:                                \
+				case R_SUMSQ: case R_L2:                     \
 					for (int64_t i = 0; i < len; i++)    \
 						a += x[i] * x[i];            \
+					break;                               \
+				case R_L1:                                   \
+					for (int64_t i = 0; i < len; i++)    \
+						a += x[i] > 0 ? x[i] : -x[i]; \
 					break;                               \
 				case R_PROD:                                 \
 					for (int64_t i = 0; i < len; i++)    \
@@ -173,13 +180,17 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 				*yr = a;                                     \
 			} else {                                             \
 				switch (op) {                                \
-				case R_SUM: case R_MEAN:                     \
+				case R_SUM: case R_MEAN: case R_LOGSUM:      \
 					for (int64_t i = 0; i < len; i++)    \
 						yr[i] += x[i];               \
 					break;                               \
-				case R_SUMSQ:                                \
+				case R_SUMSQ: case R_L2:                     \
 					for (int64_t i = 0; i < len; i++)    \
 						yr[i] += x[i] * x[i];        \
+					break;                               \
+				case R_L1:                                   \
+					for (int64_t i = 0; i < len; i++)    \
+						yr[i] += x[i] > 0 ? x[i] : -x[i]; \
 					break;                               \
 				case R_PROD:                                 \
 					for (int64_t i = 0; i < len; i++)    \
@@ -200,8 +211,55 @@ next_row(const rwalk *w, int64_t *idx, int64_t yo)
 		if (op == R_MEAN && w->count > 0)                            \
 			for (int64_t i = 0; i < Y->numel; i++)               \
 				y[i] = (T)(y[i] / (T)w->count);              \
+		if (op == R_L2 || op == R_LOGSUM)                            \
+			for (int64_t i = 0; i < Y->numel; i++)               \
+				y[i] = (T)(op == R_L2 ? sqrt((double)y[i]) : log((double)y[i])); \
 	}
 NUM_TYPES(REDUCE_T, _)
+
+/*
+ * LogSumExp: log(sum(exp(x - m))) + m, m the largest finite element of
+ * each output's (0 when none: then the sum itself overflows to inf or
+ * underflows to 0 as it should), summed in double (m and the sums in the
+ * thread's scratch); a NaN anywhere gives NaN.  onnx's reference takes m
+ * the same way.
+ */
+#define LSE_T(D, T)                                                          \
+	static int                                                           \
+	lse_##D(const taprt_tensor *X, taprt_tensor *Y, const rwalk *w)      \
+	{                                                                    \
+		double *m = taprt_scratch(Y->numel * 2 * (int64_t)sizeof *m), *s; \
+		if (!m)                                                      \
+			return -1;                                           \
+		s = m + Y->numel;                                            \
+		T *y = Y->data;                                              \
+		for (int64_t i = 0; i < Y->numel; i++) {                     \
+			m[i] = -INFINITY;                                    \
+			s[i] = 0;                                            \
+		}                                                            \
+		for (int pass = 0; pass < 2; pass++) {                       \
+			const T *x = X->data;                                \
+			int64_t idx[TAPRT_MAX_RANK] = {0}, yo = 0, len = w->len; \
+			for (int64_t row = 0; row < w->rows; row++, x += len) { \
+				for (int64_t i = 0; i < len; i++) {          \
+					int64_t j = yo + (w->inner_reduced ? 0 : i); \
+					double v = x[i];                     \
+					if (pass == 0 && isfinite(v) && v > m[j]) \
+						m[j] = v;                    \
+					else if (pass == 1)                  \
+						s[j] += exp(v - m[j]);       \
+				}                                            \
+				yo = next_row(w, idx, yo);                   \
+			}                                                    \
+			for (int64_t i = 0; pass == 0 && i < Y->numel; i++)  \
+				m[i] = isfinite(m[i]) ? m[i] : 0;            \
+		}                                                            \
+		for (int64_t i = 0; i < Y->numel; i++)                       \
+			y[i] = (T)(log(s[i]) + m[i]);                        \
+		return 0;                                                    \
+	}
+LSE_T(TAPRT_F32, float)
+LSE_T(TAPRT_F64, double)
 
 static void
 reduce(taprt_ctx *cx, const taprt_node *n, int op, const char *name)
@@ -273,6 +331,15 @@ reduce(taprt_ctx *cx, const taprt_node *n, int op, const char *name)
 			ys *= gdim[g];
 	}
 
+	if (op == R_LSE) {
+		int rc = X->dtype == TAPRT_F32 ? lse_TAPRT_F32(X, Y, &w) :
+		    X->dtype == TAPRT_F64 ? lse_TAPRT_F64(X, Y, &w) : 1;
+		if (rc > 0)
+			taprt_bad_dtype(cx, n, name, X->dtype);
+		else if (rc < 0)
+			taprt_fail(cx, "node '%s' (%s): out of memory", n->name, name);
+		return;
+	}
 	switch (X->dtype) {
 	case TAPRT_F32: reduce_TAPRT_F32(X, Y, op, &w, -INFINITY, INFINITY); return;
 	case TAPRT_F64: reduce_TAPRT_F64(X, Y, op, &w, -INFINITY, INFINITY); return;
@@ -322,6 +389,30 @@ void
 taprt_op_ReduceSumSquare(taprt_ctx *cx, const taprt_node *n)
 {
 	reduce(cx, n, R_SUMSQ, "ReduceSumSquare");
+}
+
+void
+taprt_op_ReduceL1(taprt_ctx *cx, const taprt_node *n)
+{
+	reduce(cx, n, R_L1, "ReduceL1");
+}
+
+void
+taprt_op_ReduceL2(taprt_ctx *cx, const taprt_node *n)
+{
+	reduce(cx, n, R_L2, "ReduceL2");
+}
+
+void
+taprt_op_ReduceLogSum(taprt_ctx *cx, const taprt_node *n)
+{
+	reduce(cx, n, R_LOGSUM, "ReduceLogSum");
+}
+
+void
+taprt_op_ReduceLogSumExp(taprt_ctx *cx, const taprt_node *n)
+{
+	reduce(cx, n, R_LSE, "ReduceLogSumExp");
 }
 
 /* --------------------------------------------------------- ArgMax/ArgMin */

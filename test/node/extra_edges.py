@@ -258,6 +258,30 @@ def reductions(out):
     write(out, "reducesumsquare_noop_empty_axes",
           [helper.make_node("ReduceSumSquare", ["x"], ["y"], noop_with_empty_axes=1)],
           [("x", xs)], [("y", np.square(xs))], opset=18, check=False)
+    # LogSumExp where exp overflows float32 (about 1000) and of infinities: torch.logsumexp
+    # (a generator of their own: the cases after keep their data)
+    rng = np.random.default_rng(20261130)
+    xl = (rng.standard_normal((4, 6)) * 3 + 1000).astype(F32)
+    xl[1] = -np.inf
+    xl[2, 3] = np.inf
+    xl[3, :3] = -np.inf
+    write(out, "reducelogsumexp_large_inf",
+          [helper.make_node("ReduceLogSumExp", ["x"], ["y"], axes=[1], keepdims=0)],
+          [("x", xl)], [("y", torch.logsumexp(torch.from_numpy(xl), dim=1).numpy())])
+    # opset 18: axes as an input, noop_with_empty_axes; L1 of integers
+    x3 = rng.standard_normal((3, 4, 5)).astype(F32)
+    write(out, "reducel2_axes_input",
+          [helper.make_node("ReduceL2", ["x", "axes"], ["y"], keepdims=1)],
+          [("x", x3)], [("y", np.sqrt(np.sum(np.square(x3.astype(np.float64)), axis=(0, 2),
+                                              keepdims=True)).astype(F32))],
+          [("axes", np.array([0, -1], np.int64))], opset=18, check=False)
+    write(out, "reducelogsum_noop_empty_axes",
+          [helper.make_node("ReduceLogSum", ["x"], ["y"], noop_with_empty_axes=1)],
+          [("x", xs)], [("y", xs)], opset=18, check=False)
+    xi = rng.integers(-1000, 1000, (4, 7)).astype(np.int32)
+    write(out, "reducel1_int32",
+          [helper.make_node("ReduceL1", ["x"], ["y"], axes=[1], keepdims=0)],
+          [("x", xi)], [("y", np.sum(np.abs(xi), axis=1).astype(np.int32))])
 
 
 def fused(out):
