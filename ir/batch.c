@@ -173,8 +173,8 @@ prov_of(An *a, TensorId t)
 				p[i] = (Prov){PV_SRC, v->t, (int32_t)i};
 		break;
 	}
-	case OP_Identity: case OP_Cast: case OP_Unsqueeze: case OP_Squeeze: case OP_Reshape:
-	case OP_Flatten: {
+	case OP_Identity: case OP_Cast: case OP_CastLike: case OP_Unsqueeze: case OP_Squeeze:
+	case OP_Reshape: case OP_Flatten: {
 		const Prov *q = nd->in[0] != IR_NONE ? prov_of(a, nd->in[0]) : NULL;
 		if (q && ir_numel(&g->tensors[nd->in[0]]) == n)
 			memcpy(p, q, sizeof *p * n);
@@ -529,7 +529,7 @@ need(An *a, TensorId t, BPos want, NodeId user)
 		ok = batch_element(a, pr, 1, want.axis, f);
 		break;
 	}
-	case OP_Identity: case OP_Cast: case OP_Dropout: case OP_Relu: case OP_Neg:
+	case OP_Identity: case OP_Cast: case OP_CastLike: case OP_Dropout: case OP_Relu: case OP_Neg:
 		need(a, nd->in[0], want, user);
 		return;
 	case OP_Transpose: {

@@ -752,7 +752,7 @@ ir_eval_node(Graph *g, NodeId n)
 	case OP_Range:
 		ok = eval_range(g, nd, v, o, ov[0]);
 		break;
-	case OP_Cast: {
+	case OP_Cast: case OP_CastLike: {
 		DType st = x->dtype;
 		if (!is_number(st) || !is_number(o->dtype) || ir_numel(x) != ir_numel(o))
 			return false;

@@ -316,7 +316,7 @@ static const struct {
 	[OP_ReduceProd] = {1, 2, 1, 1}, [OP_ReduceSumSquare] = {1, 2, 1, 1},
 	[OP_ReduceL1] = {1, 2, 1, 1}, [OP_ReduceL2] = {1, 2, 1, 1},
 	[OP_ReduceLogSum] = {1, 2, 1, 1}, [OP_ReduceLogSumExp] = {1, 2, 1, 1},
-	[OP_ArgMax] = {1, 1, 1, 1}, [OP_ArgMin] = {1, 1, 1, 1},
+	[OP_ArgMax] = {1, 1, 1, 1}, [OP_ArgMin] = {1, 1, 1, 1}, [OP_CastLike] = {2, 2, 1, 1},
 	[OP_Constant] = {0, 0, 1, 1}, [OP_ConstantOfShape] = {1, 1, 1, 1},
 	[OP_Shape] = {1, 1, 1, 1}, [OP_Size] = {1, 1, 1, 1}, [OP_Range] = {3, 3, 1, 1},
 	[OP_Reshape] = {1, 2, 1, 1}, [OP_Flatten] = {1, 1, 1, 1},
@@ -401,8 +401,11 @@ infer_unary(Graph *g, NodeId n)
 	Shape s = shape_of(x);
 	DType dt = x->dtype;
 	switch (ir_node(g, n)->op) {
-	case OP_IsNaN:
+	case OP_IsNaN: case OP_IsInf:
 		dt = DT_BOOL;
+		break;
+	case OP_CastLike:
+		dt = in(g, n, 1)->dtype;
 		break;
 	case OP_Cast: {
 		const Attr *a = ir_attr(g, n, "to");

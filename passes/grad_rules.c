@@ -192,6 +192,80 @@ grad_cos(GradCtx *c, NodeId n, const TensorId *dy)
 	return true;
 }
 
+/* tan: 1 + y^2 */
+bool
+grad_tan(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	TensorId y = grad_out(c, n, 0);
+	return unary_times(c, n, dy[0], grad_op2(c, OP_Add, grad_num(c, y, 1),
+	    grad_op2(c, OP_Mul, y, y)));
+}
+
+bool
+grad_sinh(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return unary_times(c, n, dy[0], grad_op1(c, OP_Cosh, grad_in(c, n, 0)));
+}
+
+bool
+grad_cosh(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return unary_times(c, n, dy[0], grad_op1(c, OP_Sinh, grad_in(c, n, 0)));
+}
+
+/* dy / f(x) for the inverse functions: f is sqrt(1 - x^2) (asin; acos
+ * negated), 1 + x^2 (atan), sqrt(x^2 + 1) (asinh), sqrt(x^2 - 1) (acosh),
+ * 1 - x^2 (atanh) */
+static bool
+grad_inverse(GradCtx *c, NodeId n, const TensorId *dy, double a, double b, bool root, bool neg)
+{
+	TensorId x = grad_in(c, n, 0);
+	/* a + b x^2 */
+	TensorId f = grad_op2(c, OP_Add, grad_num(c, x, a),
+	    grad_op2(c, OP_Mul, grad_num(c, x, b), grad_op2(c, OP_Mul, x, x)));
+	if (root)
+		f = grad_op1(c, OP_Sqrt, f);
+	TensorId d = grad_op2(c, OP_Div, dy[0], f);
+	grad_give(c, n, 0, neg ? grad_op1(c, OP_Neg, d) : d);
+	return true;
+}
+
+bool
+grad_asin(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return grad_inverse(c, n, dy, 1, -1, true, false);
+}
+
+bool
+grad_acos(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return grad_inverse(c, n, dy, 1, -1, true, true);
+}
+
+bool
+grad_atan(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return grad_inverse(c, n, dy, 1, 1, false, false);
+}
+
+bool
+grad_asinh(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return grad_inverse(c, n, dy, 1, 1, true, false);
+}
+
+bool
+grad_acosh(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return grad_inverse(c, n, dy, -1, 1, true, false);
+}
+
+bool
+grad_atanh(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	return grad_inverse(c, n, dy, 1, -1, false, false);
+}
+
 /* Identity, and Dropout in inference (its mask output is bool: no gradient). */
 bool
 grad_identity(GradCtx *c, NodeId n, const TensorId *dy)

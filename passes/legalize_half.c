@@ -46,7 +46,7 @@ half_native(const Graph *g, NodeId id)
 {
 	const Node *n = &g->nodes[id];
 	switch (n->op) {
-	case OP_Identity: case OP_Cast: case OP_Max: case OP_Min: case OP_Mod:
+	case OP_Identity: case OP_Cast: case OP_CastLike: case OP_Max: case OP_Min: case OP_Mod:
 	case OP_Shape: case OP_Size: case OP_Reshape: case OP_Flatten: case OP_Squeeze:
 	case OP_Unsqueeze: case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice:
 	case OP_Gather: case OP_Expand: case OP_Tile: case OP_Where: case OP_If:

@@ -1,5 +1,5 @@
 /*
- * k_elementwise.c - elementwise kernels: unary math, Cast, Clip, Dropout,
+ * k_elementwise.c - elementwise kernels: unary math, Cast, CastLike, Clip, Dropout,
  * binary arithmetic / comparison / logic with numpy broadcasting, the
  * variadic Max, Min, Sum and Mean, and Where.
  *
@@ -113,6 +113,15 @@ UNARY(Softplus, FLOAT_TYPES, v > 0 ? v + log1p(exp(-v)) : log1p(exp(v)))
 UNARY(Tanh, FLOAT_TYPES, tanh(v))
 UNARY(Sin, FLOAT_TYPES, sin(v))
 UNARY(Cos, FLOAT_TYPES, cos(v))
+UNARY(Tan, FLOAT_TYPES, tan(v))
+UNARY(Asin, FLOAT_TYPES, asin(v))
+UNARY(Acos, FLOAT_TYPES, acos(v))
+UNARY(Atan, FLOAT_TYPES, atan(v))
+UNARY(Sinh, FLOAT_TYPES, sinh(v))
+UNARY(Cosh, FLOAT_TYPES, cosh(v))
+UNARY(Asinh, FLOAT_TYPES, asinh(v))
+UNARY(Acosh, FLOAT_TYPES, acosh(v))
+UNARY(Atanh, FLOAT_TYPES, atanh(v))
 UNARY(Not, BOOL_TYPES, !v)
 
 void
@@ -204,6 +213,44 @@ taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
 }
 
 void
+taprt_op_Celu(taprt_ctx *cx, const taprt_node *n)
+{
+	const float alpha = taprt_attr_float(n, "alpha", 1.0f);
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, v > 0 ? v : alpha * expm1(v / alpha)) /* NaN: the second */
+	default:
+		break;
+	}
+	taprt_bad_dtype(cx, n, "Celu", n->in[0]->dtype);
+}
+
+void
+taprt_op_ThresholdedRelu(taprt_ctx *cx, const taprt_node *n)
+{
+	const float alpha = taprt_attr_float(n, "alpha", 1.0f);
+	switch (n->in[0]->dtype) {
+	FLOAT_TYPES(MAP_CASE, v > alpha ? v : 0) /* NaN: 0, as onnx's np.where */
+	default:
+		break;
+	}
+	taprt_bad_dtype(cx, n, "ThresholdedRelu", n->in[0]->dtype);
+}
+
+/* every numeric type: the float attributes compared and added in float,
+ * the result converted to the type (onnx's reference: astype) */
+void
+taprt_op_Shrink(taprt_ctx *cx, const taprt_node *n)
+{
+	const float l = taprt_attr_float(n, "lambd", 0.5f), b = taprt_attr_float(n, "bias", 0.0f);
+	switch (n->in[0]->dtype) {
+	NUM_TYPES(MAP_CASE, v < -l ? v + b : v > l ? v - b : 0)
+	default:
+		break;
+	}
+	taprt_bad_dtype(cx, n, "Shrink", n->in[0]->dtype);
+}
+
+void
 taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
 {
 	const float alpha = taprt_attr_float(n, "alpha", 0.2f);
@@ -244,6 +291,31 @@ taprt_op_IsNaN(taprt_ctx *cx, const taprt_node *n)
 		return;
 	}
 	taprt_bad_dtype(cx, n, "IsNaN", x->dtype);
+}
+
+/* detect_negative, detect_positive: which infinities count */
+void
+taprt_op_IsInf(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x = n->in[0];
+	bool *y = n->out[0]->data;
+	const bool neg = taprt_attr_int(n, "detect_negative", 1) != 0;
+	const bool pos = taprt_attr_int(n, "detect_positive", 1) != 0;
+	switch (x->dtype) {
+	case TAPRT_F32:
+		for (int64_t i = 0; i < x->numel; i++) {
+			float v = ((const float *)x->data)[i];
+			y[i] = isinf(v) && (v > 0 ? pos : neg);
+		}
+		return;
+	case TAPRT_F64:
+		for (int64_t i = 0; i < x->numel; i++) {
+			double v = ((const double *)x->data)[i];
+			y[i] = isinf(v) && (v > 0 ? pos : neg);
+		}
+		return;
+	}
+	taprt_bad_dtype(cx, n, "IsInf", x->dtype);
 }
 
 void
@@ -539,6 +611,13 @@ taprt_op_Cast(taprt_ctx *cx, const taprt_node *n)
 	/* halves go through float; a bool target still means "!= 0" */
 	for (int64_t i = 0; i < X->numel; i++)
 		st_f(Y->data, Y->dtype, i, ld_f(X->data, X->dtype, i));
+}
+
+/* Cast to the type of input 1, which tapc gave the output */
+void
+taprt_op_CastLike(taprt_ctx *cx, const taprt_node *n)
+{
+	taprt_op_Cast(cx, n);
 }
 
 /* ----------------------------------------------------------- broadcasting */

@@ -120,6 +120,15 @@ def half(out):
           [("x", x), ("d", d)], [("y", np.mod(x, d))])
     write(out, "fmod_f16_mixed_sign_scalar", [helper.make_node("Mod", ["x", "d"], ["y"], fmod=1)],
           [("x", x), ("d", np.array(-2.5, F16))], [("y", np.fmod(x, np.array(-2.5, F16)))])
+    # CastLike to f16 (the like tensor an initializer), then an f16 Add: legalize-half
+    # leaves the CastLike alone and computes the Add in f32
+    xf = (rng.standard_normal((3, 5)) * 100).astype(np.float32)
+    xf[0, :3] = [70000, -1e-9, np.nan]
+    h = xf.astype(F16)
+    write(out, "castlike_f16_add", [helper.make_node("CastLike", ["x", "like"], ["h"]),
+                                    helper.make_node("Add", ["h", "h"], ["y"])],
+          [("x", xf)], [("h", h), ("y", (h.astype(np.float32) * 2).astype(F16))],
+          [("like", np.zeros((1,), F16))], opset=15)
 
 
 def half_compute(out):

@@ -273,6 +273,9 @@ unary_ops(void)
 		{"Sigmoid", "", -2, 2}, {"HardSigmoid", "{alpha=0.3 beta=0.4}", -4, 4},
 		{"Softplus", "", -2, 2}, {"Softsign", "", -2, 2}, {"Tanh", "", -2, 2},
 		{"Erf", "", -1.5, 1.5}, {"Sin", "", -3, 3}, {"Cos", "", -3, 3},
+		{"Tan", "", -1, 1}, {"Asin", "", -0.8, 0.8}, {"Acos", "", -0.8, 0.8},
+		{"Atan", "", -2, 2}, {"Sinh", "", -2, 2}, {"Cosh", "", -2, 2},
+		{"Asinh", "", -2, 2}, {"Acosh", "", 1.2, 3}, {"Atanh", "", -0.8, 0.8},
 		{"Identity", "", -1, 1}, {"Dropout", "", -1, 1}, {"LeakyRelu", "", -1, 1},
 	};
 	for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
