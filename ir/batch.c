@@ -687,7 +687,7 @@ forward(An *a, NodeId n)
 			set_out(a, n, i, out);
 		break;
 	}
-	case OP_Softmax: case OP_LogSoftmax: {
+	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: {
 		int64_t ax = ir_attr_int(g, n, "axis", g->opset >= 13 ? -1 : 1);
 		ax = ax < 0 ? ax + rank : ax;
 		if (p.axis >= 0 && (g->opset >= 13 ? p.axis == ax : p.axis >= ax))

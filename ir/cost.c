@@ -119,7 +119,7 @@ ir_node_flops(Graph *g, NodeId id)
 		int64_t taps = !strcmp(m, "linear") ? 4 : !strcmp(m, "cubic") ? 16 : 1;
 		return 2 * taps * ir_numel(y);
 	}
-	case OP_Softmax: case OP_LogSoftmax: case OP_LayerNormalization:
+	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: case OP_LayerNormalization:
 	case OP_FusedLayerNorm: case OP_FusedSoftmax:
 	case OP_InstanceNormalization: case OP_SoftmaxGrad: case OP_LogSoftmaxGrad:
 		return 5 * ir_numel(y);

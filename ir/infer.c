@@ -323,14 +323,14 @@ static const struct {
 	[OP_Squeeze] = {1, 2, 1, 1}, [OP_Unsqueeze] = {1, 2, 1, 1},
 	[OP_Transpose] = {1, 1, 1, 1}, [OP_Concat] = {1, -1, 1, 1},
 	[OP_Split] = {1, 2, 1, -1}, [OP_Slice] = {1, 5, 1, 1}, [OP_Gather] = {2, 2, 1, 1},
-	[OP_Expand] = {2, 2, 1, 1}, [OP_Tile] = {2, 2, 1, 1}, [OP_Trilu] = {1, 2, 1, 1},
+	[OP_Expand] = {2, 2, 1, 1}, [OP_Tile] = {2, 2, 1, 1}, [OP_Trilu] = {1, 2, 1, 1}, [OP_EyeLike] = {1, 1, 1, 1},
 	[OP_Pad] = {1, 4, 1, 1},
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
 	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
 	[OP_FusedSqueezeExcite] = {3, 5, 1, 1}, [OP_FusedConvDw] = {3, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
-	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1},
+	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1}, [OP_Hardmax] = {1, 1, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
 	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
 	/* every output of the recurrent ops is optional */
@@ -1042,6 +1042,22 @@ infer_trilu(Graph *g, NodeId n)
 	if (!want_rank(g, n, 0, 2, IR_MAX_RANK) || !want_scalar(g, n, 1))
 		return false;
 	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* EyeLike: x's 2-D shape, `dtype` or x's type */
+static bool
+infer_eyelike(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	Shape s = shape_of(x);
+	if (!want_rank(g, n, 0, 2, 2))
+		return false;
+	int64_t dt = ir_attr_int(g, n, "dtype", x->dtype);
+	if (dt <= 0 || dt >= DT_COUNT || ir_dtype_size((DType)dt) == 0) {
+		diag_node(g, n, "unsupported dtype %lld", (long long)dt);
+		return false;
+	}
+	return set_out(g, n, 0, (DType)dt, &s);
 }
 
 static bool
@@ -2369,6 +2385,7 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_Expand: return infer_expand(g, n);
 	case OP_Tile: return infer_tile(g, n);
 	case OP_Trilu: return infer_trilu(g, n);
+	case OP_EyeLike: return infer_eyelike(g, n);
 	case OP_Pad: return infer_pad(g, n);
 	case OP_GatherElements: return infer_gather_elements(g, n);
 	case OP_ScatterElements: case OP_Scatter: return infer_scatter_elements(g, n);
@@ -2387,7 +2404,7 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
 		return infer_pool(g, n);
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
-	case OP_Softmax: case OP_LogSoftmax: return infer_softmax(g, n);
+	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: return infer_softmax(g, n);
 	case OP_RNN: case OP_GRU: case OP_LSTM: return infer_rnn(g, n);
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return infer_comm(g, n);

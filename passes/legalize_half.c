@@ -53,6 +53,7 @@ half_native(const Graph *g, NodeId id)
 	case OP_AllGather: case OP_Shard:
 	case OP_Pad:             /* constant, edge and reflect copy elements */
 	case OP_ConstantOfShape: /* fills with its value's bytes (its type is the value's) */
+	case OP_EyeLike:         /* writes ones and zeros of its type */
 		return true;
 	default:
 		return false;

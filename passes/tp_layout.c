@@ -850,7 +850,7 @@ tp_eval_node(TpState *s, NodeId n, int *convs)
 	case OP_Transpose: rule_transpose(s, n); break;
 	case OP_Split: rule_split(s, n); break;
 	case OP_Concat: rule_concat(s, n); break;
-	case OP_Softmax: case OP_LogSoftmax: {
+	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: {
 		int r = tin(s, n, 0)->rank;
 		int axis = norm(ir_attr_int(g, n, "axis", g->opset >= 13 ? -1 : 1), r);
 		rule_keep(s, n, g->opset >= 13 ? ~(1u << axis) : (1u << axis) - 1);

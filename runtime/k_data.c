@@ -629,6 +629,36 @@ taprt_op_Gather(taprt_ctx *cx, const taprt_node *n)
 		    (long long)bad, (long long)dim, (long long)dim);
 }
 
+/* ---------------------------------------------------------------- EyeLike */
+
+/* ones on the k-th diagonal (j - i = k) of the output's type, zeros
+ * elsewhere (all-zero bytes in every type) */
+void
+taprt_op_EyeLike(taprt_ctx *cx, const taprt_node *n)
+{
+	taprt_tensor *o = n->out[0];
+	int es = esize(cx, n, "EyeLike", o);
+	if (!es || o->numel == 0)
+		return;
+	unsigned char one[8] = {0};
+	switch (o->dtype) {
+	case TAPRT_F32: memcpy(one, &(float){1}, 4); break;
+	case TAPRT_F64: memcpy(one, &(double){1}, 8); break;
+	case TAPRT_F16: memcpy(one, &(uint16_t){0x3c00}, 2); break;
+	case TAPRT_BF16: memcpy(one, &(uint16_t){0x3f80}, 2); break;
+	case TAPRT_I16: case TAPRT_U16: memcpy(one, &(uint16_t){1}, 2); break;
+	case TAPRT_I32: case TAPRT_U32: memcpy(one, &(uint32_t){1}, 4); break;
+	case TAPRT_I64: case TAPRT_U64: memcpy(one, &(uint64_t){1}, 8); break;
+	default: one[0] = 1; break;  /* one byte: I8, U8, BOOL */
+	}
+	int64_t R = o->dims[0], C = o->dims[1], k = taprt_attr_int(n, "k", 0);
+	k = k < -R ? -R : k > C ? C : k;  /* no diagonal past these: no overflow */
+	memset(o->data, 0, (size_t)(o->numel * es));
+	for (int64_t i = 0; i < R; i++)
+		if (i + k >= 0 && i + k < C)
+			memcpy((char *)o->data + (i * C + i + k) * es, one, (size_t)es);
+}
+
 /* ----------------------------------------------------------------- Trilu */
 
 void

@@ -801,6 +801,32 @@ BINARY(And, BOOL_TYPES, ROW, u && v)
 BINARY(Or, BOOL_TYPES, ROW, u || v)
 BINARY(Xor, BOOL_TYPES, ROW, u != v)
 
+/* BitShift: unsigned types; shifting by the width or more gives 0 (numpy's
+ * answer; in C it is undefined) */
+UINT_TYPES(ROW, ShiftLeft, v >= 8 * sizeof u ? 0 : u << v)
+UINT_TYPES(ROW, ShiftRight, v >= 8 * sizeof u ? 0 : u >> v)
+
+void
+taprt_op_BitShift(taprt_ctx *cx, const taprt_node *n)
+{
+	rowfn *f = NULL;
+	const char *dir = taprt_attr_str(n, "direction", "");
+	if (!strcmp(dir, "LEFT")) {
+		switch (n->in[0]->dtype) {
+		UINT_TYPES(ROW_CASE, ShiftLeft)
+		}
+	} else if (!strcmp(dir, "RIGHT")) {
+		switch (n->in[0]->dtype) {
+		UINT_TYPES(ROW_CASE, ShiftRight)
+		}
+	} else {
+		taprt_fail(cx, "node '%s' (BitShift): direction '%s' is neither LEFT nor RIGHT",
+		    n->name, dir);
+		return;
+	}
+	binary(cx, n, "BitShift", f);
+}
+
 /* C division truncates toward zero, as onnxruntime does.  The integer
  * cases that trap in C never reach the divide: x/0 gives 0, and MIN/-1
  * wraps to MIN, as numpy's do (tapc refuses both when it can see them at

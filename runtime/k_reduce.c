@@ -608,9 +608,34 @@ softmax_row(const float *x, float *y, int64_t len, bool logsm, bool avx2)
 	}
 FLOAT_TYPES(SOFTMAX_T, _)
 
+/* Hardmax: 1 at the first largest element of each row along the axis (a
+ * NaN counts as the largest, as numpy's argmax has it), 0 elsewhere. */
+#define HARDMAX_T(D, T)                                                      \
+	static void                                                          \
+	hardmax_##D(const T *x, T *y, int64_t outer, int64_t len, int64_t inner) \
+	{                                                                    \
+		for (int64_t o = 0; o < outer; o++)                          \
+			for (int64_t i = 0; i < inner; i++) {                \
+				const T *xr = x + o * len * inner + i;       \
+				T *yr = y + o * len * inner + i;             \
+				int64_t best = 0;                            \
+				for (int64_t k = 1; k < len && xr[best * inner] == xr[best * inner]; k++) \
+					if (xr[k * inner] > xr[best * inner] || xr[k * inner] != xr[k * inner]) \
+						best = k;                    \
+				for (int64_t k = 0; k < len; k++)            \
+					yr[k * inner] = k == best;           \
+			}                                                    \
+	}
+HARDMAX_T(TAPRT_F32, float)
+HARDMAX_T(TAPRT_F64, double)
+
+enum { SM_SOFT, SM_LOG, SM_HARD };
+
+/* Softmax, LogSoftmax and Hardmax (mode) over the axis. */
 static void
-softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
+softmax(taprt_ctx *cx, const taprt_node *n, int mode, const char *name)
 {
+	const bool logsm = mode == SM_LOG;
 	const taprt_tensor *X = n->in[0];
 	int r = X->rank;
 	int64_t outer, len, inner;
@@ -631,6 +656,15 @@ softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
 	}
 	if (X->numel == 0)
 		return;
+	if (mode == SM_HARD) {
+		if (X->dtype == TAPRT_F32)
+			hardmax_TAPRT_F32(X->data, n->out[0]->data, outer, len, inner);
+		else if (X->dtype == TAPRT_F64)
+			hardmax_TAPRT_F64(X->data, n->out[0]->data, outer, len, inner);
+		else
+			taprt_bad_dtype(cx, n, name, X->dtype);
+		return;
+	}
 	if (X->dtype == TAPRT_F32 && inner == 1) {
 		const float *x = X->data;
 		float *y = n->out[0]->data;
@@ -654,13 +688,19 @@ softmax(taprt_ctx *cx, const taprt_node *n, bool logsm, const char *name)
 void
 taprt_op_Softmax(taprt_ctx *cx, const taprt_node *n)
 {
-	softmax(cx, n, false, "Softmax");
+	softmax(cx, n, SM_SOFT, "Softmax");
 }
 
 void
 taprt_op_LogSoftmax(taprt_ctx *cx, const taprt_node *n)
 {
-	softmax(cx, n, true, "LogSoftmax");
+	softmax(cx, n, SM_LOG, "LogSoftmax");
+}
+
+void
+taprt_op_Hardmax(taprt_ctx *cx, const taprt_node *n)
+{
+	softmax(cx, n, SM_HARD, "Hardmax");
 }
 
 /*

@@ -287,6 +287,27 @@ def reductions(out):
     write(out, "reducelogsum_noop_empty_axes",
           [helper.make_node("ReduceLogSum", ["x"], ["y"], noop_with_empty_axes=1)],
           [("x", xs)], [("y", xs)], opset=18, check=False)
+    # Hardmax along a middle axis: ties (the first), a NaN (numpy's argmax takes it)
+    xh = rng.integers(-3, 3, (2, 5, 3)).astype(F32)
+    xh[1, 3, 2] = NAN
+    oh = np.moveaxis(np.eye(5, dtype=F32)[np.argmax(xh, axis=1)], -1, 1)
+    write(out, "hardmax_axis1_ties_nan", [helper.make_node("Hardmax", ["x"], ["y"], axis=1)],
+          [("x", xh)], [("y", oh)])
+    # BitShift by the width and more (C leaves it undefined; 0 with Python's integers),
+    # broadcasting a row of shifts; EyeLike past the matrix and to another type
+    for dt, w in ((np.uint8, 8), (np.uint32, 32)):
+        xb = rng.integers(0, 2 ** w, (3, 6), dtype=np.uint64).astype(dt)
+        sh = np.array([0, 1, w - 1, w, w + 1, 2 * w + 3], dt)
+        for d in ("LEFT", "RIGHT"):
+            ref = np.array([[((int(a) << int(s)) & (2 ** w - 1) if d == "LEFT" else int(a) >> int(s))
+                             if s < w else 0 for a, s in zip(r, sh)] for r in xb], dt)
+            write(out, "bitshift_%s_%s_past_width" % (d.lower(), np.dtype(dt).name),
+                  [helper.make_node("BitShift", ["x", "s"], ["y"], direction=d)],
+                  [("x", xb), ("s", sh)], [("y", ref)])
+    xe = rng.standard_normal((3, 5)).astype(F32)
+    write(out, "eyelike_k_f16_int32", [helper.make_node("EyeLike", ["x"], ["a"], k=2, dtype=10),
+                                       helper.make_node("EyeLike", ["x"], ["b"], k=-7, dtype=6)],
+          [("x", xe)], [("a", np.eye(3, 5, k=2, dtype=np.float16)), ("b", np.eye(3, 5, k=-7, dtype=np.int32))])
     xi = rng.integers(-1000, 1000, (4, 7)).astype(np.int32)
     write(out, "reducel1_int32",
           [helper.make_node("ReduceL1", ["x"], ["y"], axes=[1], keepdims=0)],
