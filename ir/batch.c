@@ -530,6 +530,7 @@ need(An *a, TensorId t, BPos want, NodeId user)
 		break;
 	}
 	case OP_Identity: case OP_Cast: case OP_CastLike: case OP_Dropout: case OP_Relu: case OP_Neg:
+	case OP_QuantizeLinear: case OP_DequantizeLinear:
 		need(a, nd->in[0], want, user);
 		return;
 	case OP_Transpose: {
@@ -927,6 +928,17 @@ forward(An *a, NodeId n)
 			set_out(a, n, j, same_pos(t, e) ? t : NO_POS);
 		}
 		return;
+	}
+	case OP_QuantizeLinear: case OP_DequantizeLinear: {
+		/* per tensor, or per index of `axis`: the batch's axis must not be it */
+		const Tensor *s = tin(a, n, 1);
+		int64_t ax = ir_attr_int(g, n, "axis", 1);
+		ax = ax < 0 ? ax + rank : ax;
+		if (p.axis >= 0 && s && ir_numel(s) != 1 && ax == p.axis)
+			mixes(a, n, "it quantizes along the batch's axis");
+		else
+			out = p;
+		break;
 	}
 	case OP_Einsum:
 		/* the equation's letters would tell; until they do, only a batch

@@ -331,6 +331,7 @@ static const struct {
 	[OP_FusedSqueezeExcite] = {3, 5, 1, 1}, [OP_FusedConvDw] = {3, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1}, [OP_Hardmax] = {1, 1, 1, 1},
+	[OP_QuantizeLinear] = {2, 3, 1, 1}, [OP_DequantizeLinear] = {2, 3, 1, 1},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
 	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
 	/* every output of the recurrent ops is optional */
@@ -1973,6 +1974,58 @@ infer_softmax(Graph *g, NodeId n)
 }
 
 /*
+ * QuantizeLinear (x f32 or i32 -> the zero point's type, u8 or i8; u8
+ * without one) and DequantizeLinear (x u8, i8 or i32 -> f32): the scale f32
+ * and the zero point one value each, or from opset 13 one per element of
+ * x's axis `axis` (1-D, that long).
+ */
+static bool
+infer_qdq(Graph *g, NodeId n)
+{
+	Node *nd = ir_node(g, n);
+	bool q = nd->op == OP_QuantizeLinear;
+	Tensor *x = in(g, n, 0), *s = in(g, n, 1);
+	Tensor *z = nd->nin > 2 && nd->in[2] != IR_NONE ? in(g, n, 2) : NULL;
+	bool xok = q ? x->dtype == DT_F32 || x->dtype == DT_I32 :
+	    x->dtype == DT_U8 || x->dtype == DT_I8 || x->dtype == DT_I32;
+	if (!xok) {
+		diag_node(g, n, "input 0 is %s, which %s does not take", ts(x), ir_op_name(nd->op));
+		return false;
+	}
+	if (s->dtype != DT_F32) {
+		diag_node(g, n, "the scale is %s, but only f32 is supported", ts(s));
+		return false;
+	}
+	DType zt = q ? (z ? z->dtype : DT_U8) : x->dtype;
+	if (z && (z->dtype != zt || (q && zt != DT_U8 && zt != DT_I8))) {
+		diag_node(g, n, "the zero point is %s, but %s", ts(z),
+		    q ? "only u8 and i8 are supported" : "it must be input 0's type");
+		return false;
+	}
+	if (ir_numel(s) != 1 || s->rank > 1) {
+		int64_t axis = ir_attr_int(g, n, "axis", 1);
+		if (g->opset < 13 || s->rank != 1) {
+			diag_node(g, n, "the scale is %s: one value%s", ts(s),
+			    g->opset < 13 ? " before opset 13" : ", or 1-D along the axis");
+			return false;
+		}
+		if (!norm_axis(g, n, &axis, x->rank))
+			return false;
+		if (s->dims[0] != x->dims[axis]) {
+			diag_node(g, n, "the scale has %lld values for axis %lld of %s",
+			    (long long)s->dims[0], (long long)axis, ts(x));
+			return false;
+		}
+	}
+	if (z && (z->rank != s->rank || ir_numel(z) != ir_numel(s))) {
+		diag_node(g, n, "the zero point %s is not shaped as the scale %s", ts(z), ts(s));
+		return false;
+	}
+	Shape sh = shape_of(x);
+	return set_out(g, n, 0, q ? zt : DT_F32, &sh);
+}
+
+/*
  * RNN, GRU and LSTM (opsets 1 to 14): X [T,B,I] (layout 1: [B,T,I]),
  * W [D,G*H,I], R [D,G*H,H], B [D,2*G*H], sequence_lens [B] (i32),
  * initial_h and initial_c [D,B,H] ([B,D,H]), P [D,3*H]; G gates (1, 3, 4),
@@ -2405,6 +2458,7 @@ ir_infer_node(Graph *g, NodeId n)
 		return infer_pool(g, n);
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
 	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: return infer_softmax(g, n);
+	case OP_QuantizeLinear: case OP_DequantizeLinear: return infer_qdq(g, n);
 	case OP_RNN: case OP_GRU: case OP_LSTM: return infer_rnn(g, n);
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return infer_comm(g, n);

@@ -857,6 +857,14 @@ tp_eval_node(TpState *s, NodeId n, int *convs)
 		break;
 	}
 	case OP_LayerNormalization: case OP_BatchNormalization: rule_norm(s, n); break;
+	case OP_QuantizeLinear: case OP_DequantizeLinear: {
+		/* elementwise with the scale replicated, unless x is split
+		 * along the axis the scale runs along */
+		int r = tin(s, n, 0)->rank;
+		bool per = ir_numel(tin(s, n, 1)) != 1;
+		rule_keep(s, n, per ? ~(1u << norm(ir_attr_int(g, n, "axis", 1), r)) : ~0u);
+		break;
+	}
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
 		rule_keep(s, n, 3u);    /* batch and channels */
 		break;

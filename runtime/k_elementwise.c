@@ -613,6 +613,92 @@ taprt_op_Cast(taprt_ctx *cx, const taprt_node *n)
 		st_f(Y->data, Y->dtype, i, ld_f(X->data, X->dtype, i));
 }
 
+/* ------------------------------------------------- Quantize/DequantizeLinear */
+
+/* The scale's (and zero point's) element for each element of x: one for
+ * all, or one per index of axis `axis` (the index is (i / inner) % per). */
+static void
+qdq_walk(const taprt_node *n, int64_t *per, int64_t *inner)
+{
+	const taprt_tensor *X = n->in[0];
+	*per = n->in[1]->numel;
+	*inner = 1;
+	if (*per > 1) {
+		int axis = taprt_axis(taprt_attr_int(n, "axis", 1), X->rank);
+		for (int d = axis + 1; d < X->rank; d++)
+			*inner *= X->dims[d];
+	}
+}
+
+static int64_t
+zero_point(const taprt_tensor *Z, int64_t c)
+{
+	if (!Z)
+		return 0;
+	switch (Z->dtype) {
+	case TAPRT_U8: return ((const uint8_t *)Z->data)[c];
+	case TAPRT_I8: return ((const int8_t *)Z->data)[c];
+	case TAPRT_I32: return ((const int32_t *)Z->data)[c];
+	}
+	return 0;
+}
+
+/* y = saturate(round(x / scale) + zero point), rounding half to even in
+ * float as onnx's reference (numpy float32) does; a NaN gives the zero
+ * point (the spec leaves it open) */
+void
+taprt_op_QuantizeLinear(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0], *Z = taprt_input(n, 2);
+	const float *s = n->in[1]->data;
+	taprt_tensor *Y = n->out[0];
+	const int lo = Y->dtype == TAPRT_I8 ? -128 : 0, hi = Y->dtype == TAPRT_I8 ? 127 : 255;
+	if ((Y->dtype != TAPRT_U8 && Y->dtype != TAPRT_I8) ||
+	    (X->dtype != TAPRT_F32 && X->dtype != TAPRT_I32)) {
+		taprt_bad_dtype(cx, n, "QuantizeLinear", Y->dtype);
+		return;
+	}
+	int64_t per, inner;
+	qdq_walk(n, &per, &inner);
+	#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
+	for (int64_t i = 0; i < X->numel; i++) {
+		int64_t c = per > 1 ? i / inner % per : 0;
+		float v = X->dtype == TAPRT_F32 ? ((const float *)X->data)[i] :
+		    (float)((const int32_t *)X->data)[i];
+		float r = rintf(v / s[c]);
+		int64_t z = zero_point(Z, c), q = z;
+		if (r == r)
+			q = r < (float)(lo - z) ? lo : r > (float)(hi - z) ? hi : (int64_t)r + z;
+		if (Y->dtype == TAPRT_U8)
+			((uint8_t *)Y->data)[i] = (uint8_t)q;
+		else
+			((int8_t *)Y->data)[i] = (int8_t)q;
+	}
+}
+
+/* y = (x - zero point) * scale, in float as onnx's reference */
+void
+taprt_op_DequantizeLinear(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0], *Z = taprt_input(n, 2);
+	const float *s = n->in[1]->data;
+	float *y = n->out[0]->data;
+	if (X->dtype != TAPRT_U8 && X->dtype != TAPRT_I8 && X->dtype != TAPRT_I32) {
+		taprt_bad_dtype(cx, n, "DequantizeLinear", X->dtype);
+		return;
+	}
+	int64_t per, inner;
+	qdq_walk(n, &per, &inner);
+	#pragma omp parallel for if (TAPRT_PAR(X->numel)) schedule(static)
+	for (int64_t i = 0; i < X->numel; i++) {
+		int64_t c = per > 1 ? i / inner % per : 0;
+		float v = X->dtype == TAPRT_U8 ? ((const uint8_t *)X->data)[i] :
+		    X->dtype == TAPRT_I8 ? ((const int8_t *)X->data)[i] :
+		    (float)((const int32_t *)X->data)[i];
+		y[i] = (v - (float)zero_point(Z, c)) * s[c];
+	}
+}
+
 /* Cast to the type of input 1, which tapc gave the output */
 void
 taprt_op_CastLike(taprt_ctx *cx, const taprt_node *n)

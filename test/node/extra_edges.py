@@ -308,6 +308,20 @@ def reductions(out):
     write(out, "eyelike_k_f16_int32", [helper.make_node("EyeLike", ["x"], ["a"], k=2, dtype=10),
                                        helper.make_node("EyeLike", ["x"], ["b"], k=-7, dtype=6)],
           [("x", xe)], [("a", np.eye(3, 5, k=2, dtype=np.float16)), ("b", np.eye(3, 5, k=-7, dtype=np.int32))])
+    # QuantizeLinear to i8 per channel of a 4-D tensor: ties to even (x / scale at n + 0.5),
+    # saturation at both ends; then DequantizeLinear back (a QDQ pair), numpy's float32
+    sc = np.array([0.5, 0.25, 2.0], F32)
+    zp = np.array([-3, 0, 100], np.int8)
+    xq = (rng.standard_normal((2, 3, 2, 4)) * 40).astype(F32)
+    xq[0, :, 0, :4] = np.array([2.5, -2.5, 3.5, 400], F32)[None, :] * sc[:, None]
+    xq[1, :, 1, :2] = np.array([-1e6, 1e6], F32)
+    qv = np.clip(np.rint(xq / sc[None, :, None, None]) + zp[None, :, None, None].astype(F32),
+                 -128, 127).astype(np.int8)
+    dq = (qv.astype(F32) - zp[None, :, None, None].astype(F32)) * sc[None, :, None, None]
+    write(out, "quantize_dequantize_i8_axis1_ties",
+          [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+           helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)],
+          [("x", xq)], [("q", qv), ("y", dq)], [("s", sc), ("z", zp)])
     xi = rng.integers(-1000, 1000, (4, 7)).astype(np.int32)
     write(out, "reducel1_int32",
           [helper.make_node("ReduceL1", ["x"], ["y"], axes=[1], keepdims=0)],
