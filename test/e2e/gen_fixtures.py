@@ -26,6 +26,7 @@ Opsets:
     resmlp opset 13  (4 residual LayerNorm/Linear/ReLU/Linear blocks)
     tied  opset 13   (embedding table reused as the Gemm output projection)
     rnn   opset 14   (LSTM, GRU and RNN nodes: recurrent layers stay replicated)
+    qdq   opset 13   (QuantizeLinear/DequantizeLinear pairs, per tensor and per channel)
 All models but ln17 thus have LayerNorm decomposed into
 ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add.  Dim 0 of every input and output is
 symbolic ("batch"); all other dims are static.
@@ -497,6 +498,37 @@ class UNet(nn.Module):
         return self.head(F.avg_pool2d(n1, 2))
 
 
+class QDQ(nn.Module):
+    """A CNN quantized the QDQ way, as torch exports fake quantization: the
+    input through QuantizeLinear/DequantizeLinear (int8, scale 1/16), every
+    weight through a per-channel pair (int8, axis 0).  The scales are powers
+    of two, so x / scale (ONNX) and x * (1 / scale) (torch's kernel) round
+    alike and torch's outputs are the model's exactly; only values the graph
+    is given are quantized, so no rounding depends on a kernel's last bit."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = nn.Linear(16, classes)
+        for n in ('c1', 'c2', 'fc'):
+            w = getattr(self, n).weight.detach()
+            amax = w.abs().reshape(w.shape[0], -1).amax(1)
+            self.register_buffer(n + '_scale', torch.exp2(torch.ceil(torch.log2(amax / 127))))
+            self.register_buffer(n + '_zero', torch.zeros(w.shape[0], dtype=torch.int32))
+
+    def w(self, n):
+        return torch.fake_quantize_per_channel_affine(
+            getattr(self, n).weight, getattr(self, n + '_scale'), getattr(self, n + '_zero'),
+            0, -128, 127)
+
+    def forward(self, x):
+        x = torch.fake_quantize_per_tensor_affine(x, 1.0 / 16, 0, -128, 127)
+        x = F.max_pool2d(F.relu(F.conv2d(x, self.w('c1'), self.c1.bias, padding=1)), 2)
+        x = F.relu(F.conv2d(x, self.w('c2'), self.c2.bias, padding=1))
+        return F.linear(F.adaptive_avg_pool2d(x, 1).flatten(1), self.w('fc'), self.fc.bias)
+
+
 class RecurrentIf(nn.Module):
     """A recurrent model that picks its cell on an input flag: an If (exported
     from TorchScript) whose then branch runs an LSTM and else branch a GRU,
@@ -571,6 +603,11 @@ def unet_inputs(batch, gen):
     return {'x': torch.randn(batch, 3, 16, 16, generator=gen)}
 
 
+def qdq_inputs(batch, gen):
+    # times 3: some inputs past the int8 range of the input's QuantizeLinear (+-8)
+    return {'x': torch.randn(batch, 3, 16, 16, generator=gen) * 3}
+
+
 def recif_inputs(batch, gen):
     # batch 1 takes the LSTM branch, batch 4 the GRU branch
     return {'x': torch.randn(batch, 5, 8, generator=gen), 'flag': torch.tensor(batch == 1)}
@@ -592,6 +629,7 @@ MODELS = {
     'rnn': (1243, Recurrent, rnn_inputs, ['y'], 14, None),
     'unet': (1244, UNet, unet_inputs, ['y'], 13, None),
     'recif': (1245, RecurrentIf, recif_inputs, ['y'], 14, None),
+    'qdq': (1246, QDQ, qdq_inputs, ['y'], 13, None),
 }
 SCRIPTED = {'recif'}   # exported from TorchScript: the If stays an If
 BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
@@ -601,7 +639,8 @@ BATCHES = [1, 4]   # test_data_set_0, test_data_set_1
 # The export batch equals the head count for the attention models, so a
 # Reshape [B,T,H,d] holds two equal dims tapc must tell apart.
 STATIC_B0 = {'gpt': 4, 'bert': 4, 't5': 4, 'mlp': 3, 'cnn': 2, 'ln17': 2, 'resmlp': 3,
-             'resnet': 2, 'tied': 2, 'rnn': 3, 'unet': 2, 'recif': 2}
+             'resnet': 2, 'tied': 2, 'rnn': 3, 'unet': 2, 'recif': 2,
+             'qdq': 2}
 
 
 # ---------------------------------------------------------------- export
