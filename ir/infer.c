@@ -324,6 +324,7 @@ static const struct {
 	[OP_Transpose] = {1, 1, 1, 1}, [OP_Concat] = {1, -1, 1, 1},
 	[OP_Split] = {1, 2, 1, -1}, [OP_Slice] = {1, 5, 1, 1}, [OP_Gather] = {2, 2, 1, 1},
 	[OP_Expand] = {2, 2, 1, 1}, [OP_Tile] = {2, 2, 1, 1}, [OP_Trilu] = {1, 2, 1, 1}, [OP_EyeLike] = {1, 1, 1, 1},
+	[OP_GatherND] = {2, 2, 1, 1},
 	[OP_Pad] = {1, 4, 1, 1},
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
@@ -1262,6 +1263,45 @@ infer_scatternd(Graph *g, NodeId n)
 		if (!const_indices(g, n, 1, j, k, x->dims[j], j))
 			return false;
 	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/*
+ * GatherND: indices [..., k] pick slices of data's dims from b + k on (b =
+ * batch_dims: the first b dims of both are one loop): the result is
+ * indices' dims but the last, then data's from b + k.
+ */
+static bool
+infer_gathernd(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *idx = in(g, n, 1);
+	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_rank(g, n, 1, 1, IR_MAX_RANK) ||
+	    !want_indices(g, n, 1))
+		return false;
+	int64_t b = ir_attr_int(g, n, "batch_dims", 0), q = idx->rank, k = idx->dims[q - 1];
+	if (b < 0 || b >= q || b >= x->rank || k < 1 || k > x->rank - b) {
+		diag_node(g, n, "input 1 is %s: with batch_dims %lld, index tuples of 1 to %lld for "
+		    "input 0 %s", ts(idx), (long long)b, (long long)(x->rank - b), ts(x));
+		return false;
+	}
+	for (int i = 0; i < b; i++)
+		if (idx->dims[i] != x->dims[i]) {
+			diag_node(g, n, "inputs %s and %s differ in their first %lld dims (batch_dims)",
+			    ts(x), ts(idx), (long long)b);
+			return false;
+		}
+	Shape s = {0, {0}};
+	if (q - 1 + x->rank - b - k > IR_MAX_RANK) {
+		diag_node(g, n, "the result would have rank %lld", (long long)(q - 1 + x->rank - b - k));
+		return false;
+	}
+	for (int i = 0; i < q - 1; i++)
+		s.d[s.rank++] = idx->dims[i];
+	for (int64_t i = b + k; i < x->rank; i++)
+		s.d[s.rank++] = x->dims[i];
+	for (int j = 0; j < k; j++)
+		if (!const_indices(g, n, 1, j, k, x->dims[b + j], (int)(b + j)))
+			return false;
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
@@ -2443,6 +2483,7 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_GatherElements: return infer_gather_elements(g, n);
 	case OP_ScatterElements: case OP_Scatter: return infer_scatter_elements(g, n);
 	case OP_ScatterND: return infer_scatternd(g, n);
+	case OP_GatherND: return infer_gathernd(g, n);
 	case OP_OneHot: return infer_onehot(g, n);
 	case OP_CumSum: return infer_cumsum(g, n);
 	case OP_TopK: return infer_topk(g, n);

@@ -286,6 +286,53 @@ taprt_op_ScatterND(taprt_ctx *cx, const taprt_node *n)
 	}
 }
 
+/* -------------------------------------------------------------- GatherND */
+
+/* For each of the B = prod(dims[:b]) batch blocks and each index tuple in
+ * it, the slice of data's dims [b + k:] it addresses, copied whole. */
+void
+taprt_op_GatherND(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *x = n->in[0], *idx = n->in[1];
+	taprt_tensor *o = n->out[0];
+	int es = esize(cx, n, "GatherND", o);
+	if (!es || !want_indices(cx, n, "GatherND", idx) || o->numel == 0)
+		return;
+	int q = idx->rank, b = (int)taprt_attr_int(n, "batch_dims", 0);
+	int64_t k = idx->dims[q - 1], B = 1, T = 1, slice = 1, block = 1, xs[TAPRT_MAX_RANK];
+	if (b < 0 || b >= q || k < 1 || k > x->rank - b) {
+		taprt_fail(cx, "node '%s' (GatherND): index tuples of %lld, batch_dims %d, rank %d",
+		    n->name, (long long)k, b, x->rank);
+		return;
+	}
+	for (int i = 0; i < b; i++)
+		B *= x->dims[i];
+	for (int i = b; i < q - 1; i++)
+		T *= idx->dims[i];
+	for (int i = b; i < x->rank; i++)
+		block *= x->dims[i];
+	for (int i = b + (int)k; i < x->rank; i++)
+		slice *= x->dims[i];
+	taprt_strides(x, xs);
+	const char *src = x->data;
+	char *dst = o->data;
+	for (int64_t bi = 0; bi < B; bi++)
+		for (int64_t t = 0; t < T; t++) {
+			int64_t off = bi * block, e = (bi * T + t) * k;
+			for (int j = 0; j < k; j++) {
+				int64_t v = index_at(idx, e + j), d = x->dims[b + j];
+				if (!wrap(&v, d)) {
+					taprt_fail(cx, "node '%s' (GatherND): index %lld out of range [-%lld, %lld) for dim %d",
+					    n->name, (long long)index_at(idx, e + j), (long long)d, (long long)d,
+					    b + j);
+					return;
+				}
+				off += v * xs[b + j];
+			}
+			copy(dst + (bi * T + t) * slice * es, src + off * es, slice * es);
+		}
+}
+
 /* ----------------------------------------------------------------- OneHot */
 
 /* Element i of a numeric tensor as an integer, truncated toward zero (as a

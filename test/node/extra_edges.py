@@ -322,6 +322,14 @@ def reductions(out):
           [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
            helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)],
           [("x", xq)], [("q", qv), ("y", dq)], [("s", sc), ("z", zp)])
+    # GatherND with two batch dims, negative indices and slices (k < rank - b): onnx's
+    # reference implementation (its backend test's gather_nd_impl)
+    from onnx.backend.test.case.node.gathernd import gather_nd_impl
+    xg = rng.standard_normal((2, 3, 4, 5, 6)).astype(F32)
+    ig = np.stack([rng.integers(-4, 4, (2, 3, 7)), rng.integers(-5, 5, (2, 3, 7))], -1)
+    write(out, "gathernd_batch2_negative_slices",
+          [helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=2)],
+          [("x", xg), ("i", ig.astype(np.int64))], [("y", gather_nd_impl(xg, ig, 2))])
     xi = rng.integers(-1000, 1000, (4, 7)).astype(np.int32)
     write(out, "reducel1_int32",
           [helper.make_node("ReduceL1", ["x"], ["y"], axes=[1], keepdims=0)],
