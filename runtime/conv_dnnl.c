@@ -159,54 +159,43 @@ prim_put(Prim *p)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-/* A reorder from a to b, or NULL when they are the same layout. */
-static dnnl_status_t
-reorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, dnnl_primitive_t *r)
-{
-	*r = NULL;
-	if (dnnl_memory_desc_equal(a, b))
-		return dnnl_success;
-	dnnl_primitive_desc_t pd;
-	dnnl_status_t st = dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine, NULL);
-	if (st == dnnl_success) {
-		st = dnnl_primitive_create(r, pd);
-		dnnl_primitive_desc_destroy(pd);
-	}
-	return st;
-}
-
 /*
- * A weight reorder a -> b (NULL in *r: the same layout) whose scratchpad is
- * the caller's: wreorder_run maps it for the call and unmaps it after.
- * Why: a reorder into oneDNN's Winograd layouts transforms the filters
- * through a scratchpad the size of its result, and oneDNN's own
- * (scratchpad mode "library") is the primitive's for its life: ResNet-18's
- * kept reorders held 67 MB that its forwards never touch (the program's
- * peak RSS 226 -> 179 MB at one image, measured).  The reorder itself is
- * kept: a training program runs it again after every step.
+ * A reorder from a to b (NULL in *r: the same layout).  A weight's
+ * (user_scratch) takes the caller's scratchpad: wreorder_run maps it for
+ * the call and unmaps it after.  Why: a reorder into oneDNN's Winograd
+ * layouts transforms the filters through a scratchpad the size of its
+ * result, and oneDNN's own (scratchpad mode "library") is the primitive's
+ * for its life: ResNet-18's kept reorders held 67 MB that its forwards
+ * never touch (the program's peak RSS 226 -> 179 MB at one image,
+ * measured).  The reorder itself is kept: a training program runs it
+ * again after every step.
  */
 static dnnl_status_t
-wreorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, dnnl_primitive_t *r)
+reorder(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b, bool user_scratch,
+    dnnl_primitive_t *r)
 {
 	*r = NULL;
 	if (dnnl_memory_desc_equal(a, b))
 		return dnnl_success;
-	dnnl_primitive_attr_t attr;
-	dnnl_status_t st = dnnl_primitive_attr_create(&attr);
-	if (st != dnnl_success)
-		return st;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_status_t st = dnnl_success;
+	if (user_scratch && ((st = dnnl_primitive_attr_create(&attr)) != dnnl_success ||
+	    (st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)) !=
+	    dnnl_success))
+		goto done;
 	dnnl_primitive_desc_t pd;
-	if ((st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)) ==
-	    dnnl_success && (st = dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine,
-	    attr)) == dnnl_success) {
+	if ((st = dnnl_reorder_primitive_desc_create(&pd, a, engine, b, engine, attr)) ==
+	    dnnl_success) {
 		st = dnnl_primitive_create(r, pd);
 		dnnl_primitive_desc_destroy(pd);
 	}
-	dnnl_primitive_attr_destroy(attr);
+done:
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
 	return st;
 }
 
-/* Run weight reorder r (wreorder's) from -> to on s, its scratchpad mapped
+/* Run weight reorder r (reorder's, user_scratch) from -> to on s, its scratchpad mapped
  * for the call; 0 when done. */
 static int
 wreorder_run(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to, dnnl_stream_t s)
@@ -342,8 +331,8 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	CK(dnnl_memory_desc_init_by_tag(&uwmd, 4, wd, dnnl_f32, dnnl_oihw));
 	CK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x));
 	CK(dnnl_primitive_create(&p->prim, pd));
-	CK(reorder(&usmd, qs, &p->rsrc));
-	CK(reorder(qd, &udmd, &p->rdst));
+	CK(reorder(&usmd, qs, false, &p->rsrc));
+	CK(reorder(qd, &udmd, false, &p->rdst));
 	p->dcb = p->rdst ? dst_cb(qd, dd) : 0; /* 0: the result lands in y as it is */
 	CK(dnnl_memory_create(&p->usrc, &usmd, engine, DNNL_MEMORY_NONE));
 	CK(dnnl_memory_create(&p->udst, &udmd, engine, DNNL_MEMORY_NONE));
@@ -357,7 +346,7 @@ prim_get(const taprt_node *n, const float *w, const float *b, const taprt_conv2d
 	 * the reorder is kept: a training program's weights change every step */
 	CK(dnnl_memory_create(&p->wei, qw, engine, DNNL_MEMORY_ALLOCATE));
 	CK(dnnl_memory_create(&uw, &uwmd, engine, (void *)w));
-	CK(wreorder(&uwmd, qw, &rw));
+	CK(reorder(&uwmd, qw, true, &rw));
 	p->wei_bytes = dnnl_memory_desc_get_size(qw);
 	p->uwei = uw;
 	p->rwei = rw;
@@ -460,7 +449,7 @@ bands_make(Prim *p, int NB)
 		bd->wei = p->wei;
 		if (bd->own && (dnnl_memory_get_memory_desc(p->uwei, &quw) ||
 		    dnnl_memory_create(&bd->wei, qbw, engine, DNNL_MEMORY_ALLOCATE) ||
-		    wreorder(quw, qbw, &bd->rwei) || band_weights_in(p, bd, thread_stream()))) {
+		    reorder(quw, qbw, true, &bd->rwei) || band_weights_in(p, bd, thread_stream()))) {
 			if (bd->wei == p->wei)
 				bd->wei = NULL;
 			rc = -1;
@@ -475,7 +464,7 @@ bands_make(Prim *p, int NB)
 		dnnl_memory_desc_t usmd;
 		bd->dcb = dst_cb(qd, dd);
 		if (rc || !bd->dcb || dnnl_memory_desc_init_by_strides(&usmd, 4, sd, dnnl_f32, ss) ||
-		    dnnl_primitive_create(&bd->prim, pd) || reorder(&usmd, qs, &bd->rsrc) ||
+		    dnnl_primitive_create(&bd->prim, pd) || reorder(&usmd, qs, false, &bd->rsrc) ||
 		    !bd->rsrc || dnnl_memory_create(&bd->usrc, &usmd, engine, DNNL_MEMORY_NONE) ||
 		    dnnl_memory_create(&bd->src, qs, engine, DNNL_MEMORY_NONE) ||
 		    dnnl_memory_create(&bd->dst, qd, engine, DNNL_MEMORY_NONE) ||

@@ -84,18 +84,22 @@ copy_tensor(taprt_tensor *y, const taprt_tensor *x)
 	}
 #define MAP_CASE(D, T, EXPR) case D: MAP(T, EXPR)
 
-/* A kernel mapping EXPR over input 0 for the types in TYPES. */
-#define UNARY(NAME, TYPES, EXPR)                                             \
+/* A kernel mapping EXPR over input 0 for the types in TYPES, after the
+ * statement in the trailing arguments (commas and all: the declarations of
+ * the attributes EXPR reads, "const float a = ..., b = ..."). */
+#define UNARY_P(NAME, TYPES, EXPR, ...)                                      \
 	void                                                                 \
 	taprt_op_##NAME(taprt_ctx *cx, const taprt_node *n)                  \
 	{                                                                    \
+		__VA_ARGS__;                                                 \
 		switch (n->in[0]->dtype) {                                   \
 		TYPES(MAP_CASE, EXPR)                                        \
 		default:                                                     \
 			break;                                               \
 		}                                                            \
-		taprt_bad_dtype(cx, n, #NAME, n->in[0]->dtype);                    \
+		taprt_bad_dtype(cx, n, #NAME, n->in[0]->dtype);              \
 	}
+#define UNARY(NAME, TYPES, EXPR) UNARY_P(NAME, TYPES, EXPR, (void)0)
 
 UNARY(Neg, SIGNED_TYPES, -v)
 UNARY(Exp, FLOAT_TYPES, TAPRT_EXP(v))
@@ -175,94 +179,27 @@ taprt_op_Relu(taprt_ctx *cx, const taprt_node *n)
 	taprt_bad_dtype(cx, n, "Relu", n->in[0]->dtype);
 }
 
-void
-taprt_op_LeakyRelu(taprt_ctx *cx, const taprt_node *n)
-{
-	const float alpha = taprt_attr_float(n, "alpha", 0.01f);
-	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v < 0 ? alpha * v : v)
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "LeakyRelu", n->in[0]->dtype);
-}
-
-void
-taprt_op_Elu(taprt_ctx *cx, const taprt_node *n)
-{
-	const float alpha = taprt_attr_float(n, "alpha", 1.0f);
-	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v < 0 ? alpha * expm1(v) : v)
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "Elu", n->in[0]->dtype);
-}
-
-void
-taprt_op_Selu(taprt_ctx *cx, const taprt_node *n)
-{
-	const float alpha = taprt_attr_float(n, "alpha", 1.67326319217681884765625f);
-	const float gamma = taprt_attr_float(n, "gamma", 1.05070102214813232421875f);
-	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v > 0 ? gamma * v : gamma * alpha * expm1(v))
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "Selu", n->in[0]->dtype);
-}
-
-void
-taprt_op_Celu(taprt_ctx *cx, const taprt_node *n)
-{
-	const float alpha = taprt_attr_float(n, "alpha", 1.0f);
-	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v > 0 ? v : alpha * expm1(v / alpha)) /* NaN: the second */
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "Celu", n->in[0]->dtype);
-}
-
-void
-taprt_op_ThresholdedRelu(taprt_ctx *cx, const taprt_node *n)
-{
-	const float alpha = taprt_attr_float(n, "alpha", 1.0f);
-	switch (n->in[0]->dtype) {
-	FLOAT_TYPES(MAP_CASE, v > alpha ? v : 0) /* NaN: 0, as onnx's np.where */
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "ThresholdedRelu", n->in[0]->dtype);
-}
-
+UNARY_P(LeakyRelu, FLOAT_TYPES, v < 0 ? alpha * v : v,
+    const float alpha = taprt_attr_float(n, "alpha", 0.01f))
+UNARY_P(Elu, FLOAT_TYPES, v < 0 ? alpha * expm1(v) : v,
+    const float alpha = taprt_attr_float(n, "alpha", 1.0f))
+UNARY_P(Selu, FLOAT_TYPES, v > 0 ? gamma * v : gamma * alpha * expm1(v),
+    const float alpha = taprt_attr_float(n, "alpha", 1.67326319217681884765625f),
+    gamma = taprt_attr_float(n, "gamma", 1.05070102214813232421875f))
+/* NaN: the second arm */
+UNARY_P(Celu, FLOAT_TYPES, v > 0 ? v : alpha * expm1(v / alpha),
+    const float alpha = taprt_attr_float(n, "alpha", 1.0f))
+/* NaN: 0, as onnx's np.where */
+UNARY_P(ThresholdedRelu, FLOAT_TYPES, v > alpha ? v : 0,
+    const float alpha = taprt_attr_float(n, "alpha", 1.0f))
 /* every numeric type: the float attributes compared and added in float,
  * the result converted to the type (onnx's reference: astype) */
-void
-taprt_op_Shrink(taprt_ctx *cx, const taprt_node *n)
-{
-	const float l = taprt_attr_float(n, "lambd", 0.5f), b = taprt_attr_float(n, "bias", 0.0f);
-	switch (n->in[0]->dtype) {
-	NUM_TYPES(MAP_CASE, v < -l ? v + b : v > l ? v - b : 0)
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "Shrink", n->in[0]->dtype);
-}
-
-void
-taprt_op_HardSigmoid(taprt_ctx *cx, const taprt_node *n)
-{
-	const float alpha = taprt_attr_float(n, "alpha", 0.2f);
-	const float beta = taprt_attr_float(n, "beta", 0.5f);
-	switch (n->in[0]->dtype) {
-	/* clip(t, 0, 1) without the calls: NaN stays NaN (TAPRT_CLAMP01) */
-	FLOAT_TYPES(MAP_CASE, TAPRT_CLAMP01(alpha * v + beta))
-	default:
-		break;
-	}
-	taprt_bad_dtype(cx, n, "HardSigmoid", n->in[0]->dtype);
-}
+UNARY_P(Shrink, NUM_TYPES, v < -l ? v + b : v > l ? v - b : 0,
+    const float l = taprt_attr_float(n, "lambd", 0.5f), b = taprt_attr_float(n, "bias", 0.0f))
+/* clip(t, 0, 1) without the calls: NaN stays NaN (TAPRT_CLAMP01) */
+UNARY_P(HardSigmoid, FLOAT_TYPES, TAPRT_CLAMP01(alpha * v + beta),
+    const float alpha = taprt_attr_float(n, "alpha", 0.2f),
+    beta = taprt_attr_float(n, "beta", 0.5f))
 
 void
 taprt_op_HardSwish(taprt_ctx *cx, const taprt_node *n)
