@@ -688,6 +688,22 @@ forward(An *a, NodeId n)
 			set_out(a, n, i, out);
 		break;
 	}
+	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: {
+		/* input [N, C, d...] and target [N, d...]: the batch in N of both */
+		BPos pt = pin(a, n, 1);
+		if (p.axis < 0 && pt.axis < 0)
+			break;
+		if (p.axis != 0 || pt.axis != 0 || !same_pos(p, pt)) {
+			mixes(a, n, "its input and target do not both carry the batch in dim 0 (N)");
+			break;
+		}
+		if (strcmp(ir_attr_str(g, n, "reduction", "mean"), "none") == 0)
+			out = p;
+		else
+			mixes(a, n, "it sums over the batch (reduction sum or mean)");
+		set_out(a, n, 1, p); /* the log-probabilities */
+		break;
+	}
 	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: {
 		int64_t ax = ir_attr_int(g, n, "axis", g->opset >= 13 ? -1 : 1);
 		ax = ax < 0 ? ax + rank : ax;

@@ -333,6 +333,7 @@ static const struct {
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1}, [OP_Hardmax] = {1, 1, 1, 1},
 	[OP_QuantizeLinear] = {2, 3, 1, 1}, [OP_DequantizeLinear] = {2, 3, 1, 1},
+	[OP_NegativeLogLikelihoodLoss] = {2, 3, 1, 1}, [OP_SoftmaxCrossEntropyLoss] = {2, 3, 1, 2},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
 	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
 	/* every output of the recurrent ops is optional */
@@ -2014,6 +2015,47 @@ infer_softmax(Graph *g, NodeId n)
 }
 
 /*
+ * NegativeLogLikelihoodLoss (input: log-probabilities) and
+ * SoftmaxCrossEntropyLoss (input: scores): input [N, C, d...] of a float
+ * type, target [N, d...] i32 or i64, weight [C] like the input.  The loss
+ * is target's shape with reduction "none", else one value (rank 0); the
+ * cross entropy's optional second output, the log-probabilities, is the
+ * input's shape.
+ */
+static bool
+infer_loss(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *t = in(g, n, 1), *w = in(g, n, 2);
+	if (!want_rank(g, n, 0, 2, IR_MAX_RANK) || !want_indices(g, n, 1))
+		return false;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_F16 &&
+	    x->dtype != DT_BF16) {
+		diag_node(g, n, "input 0 is %s, expected a float type", ts(x));
+		return false;
+	}
+	bool shaped = t->rank == x->rank - 1 && t->dims[0] == x->dims[0];
+	for (int i = 2; i < x->rank && shaped; i++)
+		shaped = t->dims[i - 1] == x->dims[i];
+	if (!shaped) {
+		diag_node(g, n, "the target %s is not input 0 %s without its axis 1", ts(t), ts(x));
+		return false;
+	}
+	if (w && (w->rank != 1 || w->dims[0] != x->dims[1] || w->dtype != x->dtype)) {
+		diag_node(g, n, "the weight is %s, expected %s[%lld] (one per class)", ts(w),
+		    ir_dtype_name(x->dtype), (long long)x->dims[1]);
+		return false;
+	}
+	const char *red = ir_attr_str(g, n, "reduction", "mean");
+	bool none = strcmp(red, "none") == 0;
+	if (!none && strcmp(red, "sum") != 0 && strcmp(red, "mean") != 0) {
+		diag_node(g, n, "reduction '%s': expected none, sum or mean", red);
+		return false;
+	}
+	Shape s = none ? shape_of(t) : (Shape){0, {0}}, xs = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s) && set_out(g, n, 1, x->dtype, &xs);
+}
+
+/*
  * QuantizeLinear (x f32 or i32 -> the zero point's type, u8 or i8; u8
  * without one) and DequantizeLinear (x u8, i8 or i32 -> f32): the scale f32
  * and the zero point one value each, or from opset 13 one per element of
@@ -2500,6 +2542,8 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
 	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: return infer_softmax(g, n);
 	case OP_QuantizeLinear: case OP_DequantizeLinear: return infer_qdq(g, n);
+	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss:
+		return infer_loss(g, n);
 	case OP_RNN: case OP_GRU: case OP_LSTM: return infer_rnn(g, n);
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return infer_comm(g, n);

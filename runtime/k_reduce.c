@@ -1,6 +1,7 @@
 /*
  * k_reduce.c - reductions and normalizations: ReduceMean/Sum/Max/Min/Prod/
- * SumSquare/L1/L2/LogSum/LogSumExp, ArgMax/ArgMin, Softmax/LogSoftmax, LayerNormalization,
+ * SumSquare/L1/L2/LogSum/LogSumExp, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax,
+ * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss, LayerNormalization,
  * BatchNormalization and InstanceNormalization.
  *
  * Needs: output dtypes, shapes and buffers set by tapc.  Reductions first
@@ -15,7 +16,7 @@
  * too (softmax_row_avx2, chosen by taprt_isa).
  *
  * Types: reductions and Arg* take every integer and float type (LogSumExp
- * f32 and f64); Softmax and the normalizations take f32 and f64.
+ * f32 and f64); Softmax, the losses and the normalizations take f32 and f64.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -701,6 +702,105 @@ void
 taprt_op_Hardmax(taprt_ctx *cx, const taprt_node *n)
 {
 	softmax(cx, n, SM_HARD, "Hardmax");
+}
+
+/*
+ * NegativeLogLikelihoodLoss over log-probabilities lp viewed as [N, C, D]
+ * (D: the dims after axis 1 as one), target [N, D]: loss[n, d] =
+ * -w[t] lp[n, t, d] with t = target[n, d], 0 with weight 0 where t is
+ * ignore_index.  Reduction none: the losses; sum: their sum; mean: the sum
+ * over the sum of the weights (1 each without a weight input), as onnx's
+ * reference has it: every target ignored gives 0 / 0, NaN.  Sums in double.
+ * Returns -1 and the target in *bad for one outside [0, C) that is not
+ * ignore_index (the spec leaves that undefined; torch fails too).
+ */
+enum { RED_NONE, RED_SUM, RED_MEAN };
+#define NLL_T(D, T, ...)                                                     \
+	static int                                                           \
+	nll_##D(const T *lp, const taprt_tensor *tg, const T *w, T *y, int64_t N, \
+	    int64_t C, int64_t Dn, bool ign, int64_t ii, int red, int64_t *bad) \
+	{                                                                    \
+		double sum = 0, wsum = 0;                                    \
+		for (int64_t i = 0; i < N * Dn; i++) {                       \
+			int64_t t = tg->dtype == TAPRT_I64 ? ((const int64_t *)tg->data)[i] : \
+			    ((const int32_t *)tg->data)[i];                  \
+			double l = 0, wt = 0;                                \
+			if (!ign || t != ii) {                               \
+				if (t < 0 || t >= C) {                       \
+					*bad = t;                            \
+					return -1;                           \
+				}                                            \
+				wt = w ? (double)w[t] : 1.0;                 \
+				l = -(double)lp[(i / Dn * C + t) * Dn + i % Dn] * wt; \
+			}                                                    \
+			if (red == RED_NONE)                                 \
+				y[i] = (T)l;                                 \
+			sum += l;                                            \
+			wsum += wt;                                          \
+		}                                                            \
+		if (red != RED_NONE)                                         \
+			*y = (T)(red == RED_SUM ? sum : sum / wsum);         \
+		return 0;                                                    \
+	}
+FLOAT_TYPES(NLL_T, _)
+
+/* NegativeLogLikelihoodLoss of lp (the input, or SoftmaxCrossEntropyLoss's
+ * log-probabilities), the node's target and weight inputs. */
+static void
+nll(taprt_ctx *cx, const taprt_node *n, const void *lp, const char *name)
+{
+	const taprt_tensor *X = n->in[0], *T = n->in[1], *W = taprt_input(n, 2);
+	const char *r = taprt_attr_str(n, "reduction", "mean");
+	int red = strcmp(r, "none") == 0 ? RED_NONE : strcmp(r, "sum") == 0 ? RED_SUM : RED_MEAN;
+	const taprt_attr *ia = taprt_attr_get(n, "ignore_index");
+	int64_t N = X->dims[0], C = X->dims[1], D = N * C != 0 ? X->numel / (N * C) : 0, bad = 0;
+	if (N * C == 0)
+		D = T->numel / (N ? N : 1);
+	int64_t ii = ia ? taprt_attr_int(n, "ignore_index", 0) : 0;
+	int rc;
+	if (X->dtype == TAPRT_F32)
+		rc = nll_TAPRT_F32(lp, T, W ? W->data : NULL, n->out[0]->data, N, C, D, ia, ii, red,
+		    &bad);
+	else if (X->dtype == TAPRT_F64)
+		rc = nll_TAPRT_F64(lp, T, W ? W->data : NULL, n->out[0]->data, N, C, D, ia, ii, red,
+		    &bad);
+	else {
+		taprt_bad_dtype(cx, n, name, X->dtype);
+		return;
+	}
+	if (rc)
+		taprt_fail(cx, "node '%s' (%s): target %lld is not a class in [0, %lld)", n->name,
+		    name, (long long)bad, (long long)C);
+}
+
+void
+taprt_op_NegativeLogLikelihoodLoss(taprt_ctx *cx, const taprt_node *n)
+{
+	nll(cx, n, n->in[0]->data, "NegativeLogLikelihoodLoss");
+}
+
+/* LogSoftmax along axis 1 (into the second output when the graph reads it,
+ * else scratch), then NegativeLogLikelihoodLoss. */
+void
+taprt_op_SoftmaxCrossEntropyLoss(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0];
+	taprt_tensor *LP = n->nout > 1 ? n->out[1] : NULL;
+	int64_t N = X->dims[0], C = X->dims[1], D = N * C != 0 ? X->numel / (N * C) : 0;
+	int es = taprt_dtype_size(X->dtype);
+	void *lp = LP && LP->data ? LP->data : taprt_scratch(X->numel * es);
+	if (X->numel && !lp) {
+		taprt_fail(cx, "node '%s' (SoftmaxCrossEntropyLoss): out of memory", n->name);
+		return;
+	}
+	if (X->dtype == TAPRT_F32 && D == 1)
+		for (int64_t o = 0; o < N; o++)
+			softmax_row_f32((const float *)X->data + o * C, (float *)lp + o * C, C, true);
+	else if (X->dtype == TAPRT_F32)
+		softmax_TAPRT_F32(X->data, lp, N, C, D, true);
+	else if (X->dtype == TAPRT_F64)
+		softmax_TAPRT_F64(X->data, lp, N, C, D, true);
+	nll(cx, n, lp, "SoftmaxCrossEntropyLoss");
 }
 
 /*

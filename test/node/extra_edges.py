@@ -27,7 +27,10 @@
 # weights, Softmax, LayerNormalization, results of other types (Less, ArgMax, TopK), a chain with
 # a byte-moving Transpose and an intermediate output, bf16 Mul and Add inside an f32 graph, a
 # ConstantOfShape of a half value (70x70: not folded) and a simple RNN (the spec's recurrence);
-# references computed in float32 on the halves and rounded to float16 after each operator.  Needs
+# references computed in float32 on the halves and rounded to float16 after each operator.  And the
+# two losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) against torch's nll_loss and
+# cross_entropy: weights, ignore_index inside and outside [0, C), every target ignored, i32
+# targets, the three reductions, spatial dims, f64.  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
 import os
@@ -422,6 +425,53 @@ def views(out):
           [("x", x)], [("y", x @ w), ("x", x)], [("p", np.zeros(4, np.int64)), ("w", w)])
 
 
+def losses(out):
+    """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss against torch's nll_loss and
+    cross_entropy: weights with a negative ignore_index over two spatial dims (f64, the
+    log-probabilities output too), an ignore_index inside [0, C) with i32 targets and sum,
+    every target ignored under mean (NaN, torch's 0 / 0), reduction none with weights, and
+    1000 classes (the vectorized f32 row)."""
+    rng = np.random.default_rng(20261201)     # its own: the other cases' data stay as they were
+    T = torch.from_numpy
+    x = rng.standard_normal((3, 5, 2, 3)) * 3
+    t = rng.integers(0, 5, (3, 2, 3))
+    t[0, 0, :] = -1
+    w = rng.uniform(0.2, 2, 5)
+    loss = F.cross_entropy(T(x), T(t), weight=T(w), ignore_index=-1, reduction="mean")
+    write(out, "sce_f64_weight_negative_ii_logprob",
+          [helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t", "w"], ["y", "lp"],
+                            ignore_index=-1)],
+          [("x", x), ("t", t), ("w", w)],
+          [("y", loss.numpy()), ("lp", F.log_softmax(T(x), 1).numpy())])
+    lp = (rng.standard_normal((4, 6)) * 2).astype(F32)
+    ti = np.array([2, 0, 5, 2], np.int32)
+    write(out, "nll_i32_ii_in_range_sum",
+          [helper.make_node("NegativeLogLikelihoodLoss", ["x", "t"], ["y"], ignore_index=2,
+                            reduction="sum")],
+          [("x", lp), ("t", ti)],
+          [("y", F.nll_loss(T(lp), T(ti.astype(np.int64)), ignore_index=2,
+                            reduction="sum").numpy())])
+    xs = rng.standard_normal((2, 3)).astype(F32)
+    ta = np.array([1, 1], np.int64)
+    write(out, "sce_all_ignored_mean_nan",
+          [helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"], ignore_index=1)],
+          [("x", xs), ("t", ta)],
+          [("y", F.cross_entropy(T(xs), T(ta), ignore_index=1).numpy())])
+    lpn = (rng.standard_normal((2, 4, 5)) * 2).astype(F32)
+    tn = rng.integers(0, 4, (2, 5))
+    wn = rng.uniform(0.5, 1.5, 4).astype(F32)
+    write(out, "nll_none_weight_NCd",
+          [helper.make_node("NegativeLogLikelihoodLoss", ["x", "t", "w"], ["y"],
+                            reduction="none")],
+          [("x", lpn), ("t", tn), ("w", wn)],
+          [("y", F.nll_loss(T(lpn), T(tn), weight=T(wn), reduction="none").numpy())])
+    xb = (rng.standard_normal((8, 1000)) * 4).astype(F32)
+    tb = rng.integers(0, 1000, 8)
+    write(out, "sce_1000_classes",
+          [helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"])],
+          [("x", xb), ("t", tb)], [("y", F.cross_entropy(T(xb), T(tb)).numpy())])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: extra_edges.py OUTDIR\n")
@@ -434,6 +484,7 @@ def main():
     fused(out)
     folded(out)
     views(out)
+    losses(out)
     return 0
 
 
