@@ -1,5 +1,5 @@
 /*
- * fuse.h - what the fusion passes share (fold_bn.c, fuse_conv.c,
+ * fuse.h - what the fusion passes share (fold_qdq.c, fold_bn.c, fuse_conv.c,
  * fuse_dw.c, fuse_se.c, fuse_matmul.c, fuse_norm.c, fuse_softmax.c).
  *
  * The fusion passes run after planning, on the per-rank graph tp-rewrite

@@ -65,7 +65,7 @@ const PassInfo *pass_lookup(const char *name);
  * arithmetic moved to f32 (legalize-half), then the schedule the emitter
  * runs; -O0 leaves the fusions out. */
 #define PASS_PLAN_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign,autodiff,grad-sync,optimizer"
-#define PASS_FUSE_PIPELINE "fold-bn,fuse-conv,fuse-dw,fuse-se,fuse-matmul,fuse-norm,fuse-softmax"
+#define PASS_FUSE_PIPELINE "fold-qdq,fold-bn,fuse-conv,fuse-dw,fuse-se,fuse-matmul,fuse-norm,fuse-softmax"
 #define PASS_DEFAULT_PIPELINE PASS_PLAN_PIPELINE "," PASS_FUSE_PIPELINE ",legalize-half,schedule,verify"
 
 typedef struct {

@@ -1,10 +1,10 @@
 #!/bin/sh
-# fuse.sh - the fusion passes (fold-bn, fuse-conv, fuse-dw, fuse-se,
+# fuse.sh - the fusion passes (fold-qdq, fold-bn, fuse-conv, fuse-dw, fuse-se,
 # fuse-matmul, fuse-norm, fuse-softmax) against the unfused graph (tapc -O0).
 #
 # Models: small graphs made by test/fuse/gen_models.py (python3-onnx) that
 # hold every pattern the passes fuse and one they must not (a BN whose Conv
-# output has a second reader), plus the cnn, resnet, unet, gpt and bert
+# output has a second reader), plus the cnn, resnet, unet, gpt, bert and qdq
 # fixtures.  Each is compiled twice: with the default pipeline (fused) and
 # with the same pipeline less the fusion passes (the oracle: the unfused
 # program, kernel for kernel the ONNX operators).  The unfused program's
@@ -133,11 +133,15 @@ check "xformer: one GELU fused ($n)" test "$n" = 1
 n=$(count FusedMatMul "$tmp/xformer.ir")
 check "xformer: 9 FusedMatMul ($n)" test "$n" = 9
 # the fixtures, at two ranks too: fusion runs on each rank's graph
-for m in cnn resnet unet gpt bert; do
+for m in cnn resnet unet gpt bert qdq; do
 	compare "$m" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4
 	compare "$m-tp2" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4 -mesh 1x2
 done
 expect cnn "$tmp/cnn.ir" BatchNormalization 0
 expect resnet "$tmp/resnet.ir" BatchNormalization 0
 expect gpt "$tmp/gpt.ir" Erf 0
+# fold-qdq: the three weights' QuantizeLinear -> DequantizeLinear folded, the
+# input's pair left (it quantizes a graph input, computed on every run)
+expect qdq "$tmp/qdq.ir" QuantizeLinear 1
+expect qdq "$tmp/qdq.ir" DequantizeLinear 1
 finish
