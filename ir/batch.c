@@ -660,7 +660,7 @@ forward(An *a, NodeId n)
 	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool:
 	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_InstanceNormalization:
 	case OP_DepthToSpace: case OP_SpaceToDepth: case OP_BatchNormalization:
-	case OP_Resize: case OP_Upsample:
+	case OP_Resize: case OP_Upsample: case OP_LRN: case OP_GridSample:
 		if (p.axis > 0) {
 			mixes(a, n, "the batch is not its dim 0 (N)");
 		} else if (p.axis == 0) {
@@ -686,6 +686,19 @@ forward(An *a, NodeId n)
 			out = p;
 		for (int i = 1; i < nd->nout; i++)
 			set_out(a, n, i, out);
+		break;
+	}
+	case OP_MeanVarianceNormalization: {
+		const Attr *ax = ir_attr(g, n, "axes");
+		bool over = false;
+		for (int k = 0; k < (ax ? ax->n : 3); k++) {
+			int64_t v = ax ? ax->is[k] : (int64_t[]){0, 2, 3}[k];
+			over |= (v < 0 ? v + rank : v) == p.axis;
+		}
+		if (p.axis >= 0 && over)
+			mixes(a, n, "it normalizes over the batch's axis");
+		else
+			out = p;
 		break;
 	}
 	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: {

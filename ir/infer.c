@@ -333,6 +333,8 @@ static const struct {
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1}, [OP_Hardmax] = {1, 1, 1, 1},
 	[OP_QuantizeLinear] = {2, 3, 1, 1}, [OP_DequantizeLinear] = {2, 3, 1, 1},
+	[OP_LRN] = {1, 1, 1, 1}, [OP_MeanVarianceNormalization] = {1, 1, 1, 1},
+	[OP_ReverseSequence] = {2, 2, 1, 1}, [OP_GridSample] = {2, 2, 1, 1},
 	[OP_NegativeLogLikelihoodLoss] = {2, 3, 1, 1}, [OP_SoftmaxCrossEntropyLoss] = {2, 3, 1, 2},
 	[OP_MaxPool] = {1, 1, 1, 2}, [OP_AveragePool] = {1, 1, 1, 1},
 	[OP_GlobalAveragePool] = {1, 1, 1, 1}, [OP_GlobalMaxPool] = {1, 1, 1, 1},
@@ -2015,6 +2017,101 @@ infer_softmax(Graph *g, NodeId n)
 }
 
 /*
+ * LRN (x [N, C, ...], `size` >= 1 channels) and MeanVarianceNormalization
+ * (`axes`, default 0, 2, 3, each within x's rank): a float x, the output
+ * its shape.
+ */
+static bool
+infer_lrn_mvn(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	bool lrn = ir_node(g, n)->op == OP_LRN;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_F16 &&
+	    x->dtype != DT_BF16) {
+		diag_node(g, n, "input 0 is %s, expected a float type", ts(x));
+		return false;
+	}
+	if (lrn) {
+		if (!want_rank(g, n, 0, 2, IR_MAX_RANK))
+			return false;
+		if (ir_attr_int(g, n, "size", 0) < 1) {
+			diag_node(g, n, "size %lld: expected 1 or more channels",
+			    (long long)ir_attr_int(g, n, "size", 0));
+			return false;
+		}
+	} else {
+		const Attr *a = ir_attr(g, n, "axes");
+		static const int64_t dflt[3] = {0, 2, 3};
+		for (int k = 0; k < (a ? a->n : 3); k++) {
+			int64_t ax = a ? a->is[k] : dflt[k];
+			if (!norm_axis(g, n, &ax, x->rank))
+				return false;
+		}
+	}
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/*
+ * GridSample (opset 16, 2-D): X [N, C, H, W] and grid [N, Ho, Wo, 2] of one
+ * float type; the result is [N, C, Ho, Wo].
+ */
+static bool
+infer_gridsample(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *gr = in(g, n, 1);
+	if (!want_rank(g, n, 0, 4, 4) || !want_rank(g, n, 1, 4, 4) || !same_dtype(g, n, 0, 1))
+		return false;
+	if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_F16 &&
+	    x->dtype != DT_BF16) {
+		diag_node(g, n, "input 0 is %s, expected a float type", ts(x));
+		return false;
+	}
+	if (gr->dims[0] != x->dims[0] || gr->dims[3] != 2) {
+		diag_node(g, n, "the grid is %s, expected [%lld, H_out, W_out, 2] for input %s", ts(gr),
+		    (long long)x->dims[0], ts(x));
+		return false;
+	}
+	const char *m = ir_attr_str(g, n, "mode", "bilinear");
+	const char *p = ir_attr_str(g, n, "padding_mode", "zeros");
+	if (strcmp(m, "bilinear") && strcmp(m, "nearest") && strcmp(m, "bicubic")) {
+		diag_node(g, n, "mode '%s': expected bilinear, nearest or bicubic", m);
+		return false;
+	}
+	if (strcmp(p, "zeros") && strcmp(p, "border") && strcmp(p, "reflection")) {
+		diag_node(g, n, "padding_mode '%s': expected zeros, border or reflection", p);
+		return false;
+	}
+	Shape s = {4, {x->dims[0], x->dims[1], gr->dims[1], gr->dims[2]}};
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/*
+ * ReverseSequence: x of rank 2 or more, sequence_lens i64 [batch];
+ * time_axis and batch_axis 0 and 1, either order.  The output is x's.
+ */
+static bool
+infer_reverse_sequence(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *l = in(g, n, 1);
+	int64_t ta = ir_attr_int(g, n, "time_axis", 0), ba = ir_attr_int(g, n, "batch_axis", 1);
+	if (!want_rank(g, n, 0, 2, IR_MAX_RANK))
+		return false;
+	if (!((ta == 0 && ba == 1) || (ta == 1 && ba == 0))) {
+		diag_node(g, n, "time_axis %lld, batch_axis %lld: expected 0 and 1, either order",
+		    (long long)ta, (long long)ba);
+		return false;
+	}
+	if (l->dtype != DT_I64 || l->rank != 1 || l->dims[0] != x->dims[ba]) {
+		diag_node(g, n, "sequence_lens is %s, expected i64[%lld] (one per batch entry of %s)",
+		    ts(l), (long long)x->dims[ba], ts(x));
+		return false;
+	}
+	Shape s = shape_of(x);
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/*
  * NegativeLogLikelihoodLoss (input: log-probabilities) and
  * SoftmaxCrossEntropyLoss (input: scores): input [N, C, d...] of a float
  * type, target [N, d...] i32 or i64, weight [C] like the input.  The loss
@@ -2544,6 +2641,9 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_QuantizeLinear: case OP_DequantizeLinear: return infer_qdq(g, n);
 	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss:
 		return infer_loss(g, n);
+	case OP_LRN: case OP_MeanVarianceNormalization: return infer_lrn_mvn(g, n);
+	case OP_ReverseSequence: return infer_reverse_sequence(g, n);
+	case OP_GridSample: return infer_gridsample(g, n);
 	case OP_RNN: case OP_GRU: case OP_LSTM: return infer_rnn(g, n);
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return infer_comm(g, n);

@@ -1,9 +1,9 @@
 /*
  * k_data.c - data-movement and shape kernels: Constant, ConstantOfShape,
  * Shape, Size, Range, Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
- * Concat, Split, Slice, Gather, Expand, Tile, Trilu, Pad, and If (copying
- * the taken branch's outputs).  Transpose's blocks, Concat's and Split's
- * pieces are copied on the rank's team of threads (OpenMP).
+ * Concat, Split, Slice, Gather, Expand, Tile, Trilu, ReverseSequence, Pad,
+ * and If (copying the taken branch's outputs).  Transpose's blocks, Concat's
+ * and Split's pieces are copied on the rank's team of threads (OpenMP).
  *
  * Needs: output dims, dtypes and buffers set by tapc (static shapes, checked
  * at compile time).  Kernels only move bytes, so they work for every dtype
@@ -657,6 +657,39 @@ taprt_op_EyeLike(taprt_ctx *cx, const taprt_node *n)
 	for (int64_t i = 0; i < R; i++)
 		if (i + k >= 0 && i + k < C)
 			memcpy((char *)o->data + (i * C + i + k) * es, one, (size_t)es);
+}
+
+/* ------------------------------------------------------- ReverseSequence */
+
+/* For each batch entry b (along batch_axis), the first sequence_lens[b]
+ * steps along time_axis reversed, the rest copied; the two axes are 0 and
+ * 1 (either order), so each (time, batch) pair is one block of the dims
+ * after them.  A length outside [0, time steps] fails the run. */
+void
+taprt_op_ReverseSequence(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0], *L = n->in[1];
+	taprt_tensor *Y = n->out[0];
+	int es = esize(cx, n, "ReverseSequence", Y);
+	if (!es || Y->numel == 0)
+		return;
+	int ta = (int)taprt_attr_int(n, "time_axis", 0), ba = (int)taprt_attr_int(n, "batch_axis", 1);
+	int64_t T = X->dims[ta], B = X->dims[ba], blk = X->numel / (T * B) * es;
+	for (int64_t b = 0; b < B; b++) {
+		int64_t len = L->dtype == TAPRT_I32 ? ((const int32_t *)L->data)[b] :
+		    ((const int64_t *)L->data)[b];
+		if (len < 0 || len > T) {
+			taprt_fail(cx, "node '%s' (ReverseSequence): sequence length %lld of batch entry "
+			    "%lld is not in [0, %lld]", n->name, (long long)len, (long long)b,
+			    (long long)T);
+			return;
+		}
+		for (int64_t t = 0; t < T; t++) {
+			int64_t from = t < len ? len - 1 - t : t;
+			int64_t yo = ta == 0 ? t * B + b : b * T + t, xo = ta == 0 ? from * B + b : b * T + from;
+			memcpy((char *)Y->data + yo * blk, (const char *)X->data + xo * blk, (size_t)blk);
+		}
+	}
 }
 
 /* ----------------------------------------------------------------- Trilu */

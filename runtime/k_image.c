@@ -1,6 +1,6 @@
 /*
  * k_image.c - resampling and pixel shuffles: Resize, Upsample,
- * DepthToSpace and SpaceToDepth.
+ * DepthToSpace, SpaceToDepth and GridSample.
  *
  * Needs: output shapes set by tapc (ir/infer.c derived them from the same
  * scales, sizes and attributes), and the data of Resize's scales, sizes and
@@ -677,4 +677,141 @@ void
 taprt_op_SpaceToDepth(taprt_ctx *cx, const taprt_node *n)
 {
 	shuffle(cx, n, "SpaceToDepth", false);
+}
+
+/* ------------------------------------------------------------ GridSample */
+
+/* A grid coordinate in [-1, 1] as a pixel coordinate of an axis of size n. */
+static double
+gs_unnormalize(double v, int64_t n, bool corners)
+{
+	return corners ? (v + 1) / 2 * (double)(n - 1) : ((v + 1) * (double)n - 1) / 2;
+}
+
+/* v reflected between lo2 / 2 and hi2 / 2 (twice the bounds, as integers). */
+static double
+gs_reflect(double v, int64_t lo2, int64_t hi2)
+{
+	if (lo2 == hi2)
+		return 0;
+	double min = (double)lo2 / 2, span = (double)(hi2 - lo2) / 2;
+	v = fabs(v - min);
+	double extra = fmod(v, span);
+	return (int64_t)floor(v / span) % 2 == 0 ? extra + min : span - extra + min;
+}
+
+enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
+
+/* The padding mode applied to a pixel coordinate: border clamps it to the
+ * axis, reflection reflects it at the borders (the pixels' centres with
+ * align_corners, their outer edges without) and then clamps; zeros leaves
+ * it, for the reads to skip. */
+static double
+gs_pad(double v, int64_t n, int pad, bool corners)
+{
+	if (pad == GS_REFLECTION)
+		v = corners ? gs_reflect(v, 0, 2 * (n - 1)) : gs_reflect(v, -1, 2 * n - 1);
+	if (pad != GS_ZEROS)
+		v = fmin(fmax(v, 0), (double)(n - 1));
+	return v;
+}
+
+/* Pixel (y, x) of plane p (H x W), or 0 outside it. */
+static double
+gs_at(const taprt_tensor *X, int64_t p, int64_t H, int64_t W, int64_t y, int64_t x)
+{
+	if (y < 0 || y >= H || x < 0 || x >= W)
+		return 0;
+	int64_t i = (p * H + y) * W + x;
+	return X->dtype == TAPRT_F64 ? ((const double *)X->data)[i] : ((const float *)X->data)[i];
+}
+
+/*
+ * GridSample (opset 16): X [N, C, H, W] read at grid [N, Ho, Wo, 2]'s
+ * (x, y) points, normalized to [-1, 1] (-1 the first pixel's centre with
+ * align_corners, its outer edge without), into [N, C, Ho, Wo]; modes
+ * bilinear, nearest (half to even) and bicubic (A = -0.75, Resize's
+ * weights), padding zeros, border or reflection -- torch's grid_sample,
+ * whose arithmetic this follows: bilinear and nearest pad the point,
+ * bicubic each of its 16 taps.  A NaN point gives 0.  In double; f32 and
+ * f64.
+ */
+void
+taprt_op_GridSample(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0], *G = n->in[1];
+	taprt_tensor *Y = n->out[0];
+	static const char *const modes[] = {"bilinear", "nearest", "bicubic", NULL};
+	static const char *const pads[] = {"zeros", "border", "reflection", NULL};
+	const char *ms = taprt_attr_str(n, "mode", "bilinear");
+	const char *ps = taprt_attr_str(n, "padding_mode", "zeros");
+	int mode = 0, pad = 0;
+	while (modes[mode] && strcmp(modes[mode], ms) != 0)
+		mode++;
+	while (pads[pad] && strcmp(pads[pad], ps) != 0)
+		pad++;
+	bool corners = taprt_attr_int(n, "align_corners", 0) != 0;
+	if ((X->dtype != TAPRT_F32 && X->dtype != TAPRT_F64) || G->dtype != X->dtype) {
+		taprt_bad_dtype(cx, n, "GridSample", X->dtype);
+		return;
+	}
+	if (!modes[mode] || !pads[pad]) {
+		taprt_fail(cx, "node '%s' (GridSample): mode '%s', padding_mode '%s'", n->name, ms, ps);
+		return;
+	}
+	int64_t N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3];
+	int64_t Ho = G->dims[1], Wo = G->dims[2], P = Ho * Wo;
+	#pragma omp parallel for if (TAPRT_PAR(Y->numel * 8)) schedule(static)
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t q = 0; q < P; q++) {
+			int64_t gi = (b * P + q) * 2;
+			double gx = G->dtype == TAPRT_F64 ? ((const double *)G->data)[gi] :
+			    ((const float *)G->data)[gi];
+			double gy = G->dtype == TAPRT_F64 ? ((const double *)G->data)[gi + 1] :
+			    ((const float *)G->data)[gi + 1];
+			bool nan = gx != gx || gy != gy;
+			/* far outside, every tap reads padding: clamped so the casts below stay defined */
+			double x = fmax(fmin(gs_unnormalize(gx, W, corners), 1e15), -1e15);
+			double y = fmax(fmin(gs_unnormalize(gy, H, corners), 1e15), -1e15);
+			if (mode != 2) {
+				x = gs_pad(x, W, pad, corners);
+				y = gs_pad(y, H, pad, corners);
+			}
+			double x0 = floor(x), y0 = floor(y), tx = x - x0, ty = y - y0;
+			int64_t ix = (int64_t)x0, iy = (int64_t)y0;
+			for (int64_t c = 0; c < C; c++) {
+				int64_t pl = b * C + c;
+				double v = 0;
+				if (nan) {
+					v = 0;  /* a NaN point reads nothing */
+				} else if (mode == 0) {
+					v = gs_at(X, pl, H, W, iy, ix) * (1 - tx) * (1 - ty) +
+					    gs_at(X, pl, H, W, iy, ix + 1) * tx * (1 - ty) +
+					    gs_at(X, pl, H, W, iy + 1, ix) * (1 - tx) * ty +
+					    gs_at(X, pl, H, W, iy + 1, ix + 1) * tx * ty;
+				} else if (mode == 1) {
+					v = gs_at(X, pl, H, W, (int64_t)nearbyint(y), (int64_t)nearbyint(x));
+				} else {
+					double wx[4] = {cubic_w(tx + 1, -0.75), cubic_w(tx, -0.75),
+						cubic_w(1 - tx, -0.75), cubic_w(2 - tx, -0.75)};
+					double wy[4] = {cubic_w(ty + 1, -0.75), cubic_w(ty, -0.75),
+						cubic_w(1 - ty, -0.75), cubic_w(2 - ty, -0.75)};
+					for (int i = 0; i < 4; i++) {
+						double row = 0;
+						int64_t ry = (int64_t)gs_pad((double)(iy - 1 + i), H, pad, corners);
+						for (int j = 0; j < 4; j++) {
+							int64_t rx = (int64_t)gs_pad((double)(ix - 1 + j), W,
+							    pad, corners);
+							row += gs_at(X, pl, H, W, ry, rx) * wx[j];
+						}
+						v += row * wy[i];
+					}
+				}
+				int64_t o = pl * P + q;
+				if (Y->dtype == TAPRT_F64)
+					((double *)Y->data)[o] = v;
+				else
+					((float *)Y->data)[o] = (float)v;
+			}
+		}
 }

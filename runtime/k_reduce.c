@@ -1121,3 +1121,110 @@ taprt_op_InstanceNormalization(taprt_ctx *cx, const taprt_node *n)
 			stf(Y, base + i, (ldf(X, base + i) - mean) * a + b);
 	}
 }
+
+/*
+ * LRN (local response normalization across channels): for x [N, C, ...],
+ * y = x / (bias + alpha / size * s)^beta, s the sum of x^2 over the
+ * channels c - floor((size - 1) / 2) to c + ceil((size - 1) / 2) that
+ * exist, at the same image and position.  In double, per image and
+ * channel over a row of the positions.
+ */
+void
+taprt_op_LRN(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0];
+	taprt_tensor *Y = n->out[0];
+	const int64_t size = taprt_attr_int(n, "size", 1);
+	const double alpha = taprt_attr_float(n, "alpha", 1e-4f);
+	const double beta = taprt_attr_float(n, "beta", 0.75f);
+	const double bias = taprt_attr_float(n, "bias", 1.0f);
+	if (!is_float(X)) {
+		taprt_bad_dtype(cx, n, "LRN", X->dtype);
+		return;
+	}
+	int64_t N = X->dims[0], C = X->dims[1], len = prod(X->dims, 2, X->rank);
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+	if (!X->numel)
+		return;
+	double *s = taprt_scratch(len * (int64_t)sizeof *s);
+	if (!s) {
+		taprt_fail(cx, "node '%s' (LRN): out of memory", n->name);
+		return;
+	}
+	for (int64_t b = 0; b < N; b++)
+		for (int64_t c = 0; c < C; c++) {
+			memset(s, 0, (size_t)len * sizeof *s);
+			int64_t from = c - lo < 0 ? 0 : c - lo, to = c + hi >= C ? C - 1 : c + hi;
+			for (int64_t k = from; k <= to; k++)
+				for (int64_t p = 0; p < len; p++) {
+					double v = ldf(X, (b * C + k) * len + p);
+					s[p] += v * v;
+				}
+			for (int64_t p = 0; p < len; p++) {
+				int64_t i = (b * C + c) * len + p;
+				stf(Y, i, ldf(X, i) / pow(bias + alpha / (double)size * s[p], beta));
+			}
+		}
+}
+
+/*
+ * MeanVarianceNormalization: y = (x - mean) / (sqrt(E[x^2] - mean^2) +
+ * 1e-9), the mean and E[x^2] over `axes` (default 0, 2, 3), as the
+ * operator's function body computes it.  In double; a variance that
+ * rounding makes negative counts as 0.
+ */
+void
+taprt_op_MeanVarianceNormalization(taprt_ctx *cx, const taprt_node *n)
+{
+	const taprt_tensor *X = n->in[0];
+	taprt_tensor *Y = n->out[0];
+	const taprt_attr *ax = taprt_attr_get(n, "axes");
+	static const int64_t dflt[3] = {0, 2, 3};
+	const int64_t *axes = ax ? ax->is : dflt;
+	int na = ax ? ax->n : 3, r = X->rank;
+	if (!is_float(X)) {
+		taprt_bad_dtype(cx, n, "MeanVarianceNormalization", X->dtype);
+		return;
+	}
+	/* each element's statistics slot: its index with the reduced axes' coordinates 0 */
+	bool red[TAPRT_MAX_RANK] = {false};
+	for (int k = 0; k < na; k++) {
+		int a = taprt_axis(axes[k], r);
+		if (a < 0 || a >= r) {
+			taprt_fail(cx, "node '%s' (MeanVarianceNormalization): axis %lld out of range "
+			    "for rank %d", n->name, (long long)axes[k], r);
+			return;
+		}
+		red[a] = true;
+	}
+	int64_t slots = 1, count = 1, sst[TAPRT_MAX_RANK];
+	for (int d = r - 1; d >= 0; d--) {
+		sst[d] = red[d] ? 0 : slots;
+		slots *= red[d] ? 1 : X->dims[d];
+		count *= red[d] ? X->dims[d] : 1;
+	}
+	if (!X->numel)
+		return;
+	double *m = taprt_scratch(slots * 2 * (int64_t)sizeof *m), *q = m + slots;
+	if (!m) {
+		taprt_fail(cx, "node '%s' (MeanVarianceNormalization): out of memory", n->name);
+		return;
+	}
+	memset(m, 0, (size_t)slots * 2 * sizeof *m);
+	for (int pass = 0; pass < 2; pass++)
+		for (int64_t i = 0; i < X->numel; i++) {
+			int64_t rest = i, slot = 0;
+			for (int d = r - 1; d >= 0; d--) {
+				slot += rest % X->dims[d] * sst[d];
+				rest /= X->dims[d];
+			}
+			double v = ldf(X, i);
+			if (pass == 0) {
+				m[slot] += v;
+				q[slot] += v * v;
+				continue;
+			}
+			double mean = m[slot] / (double)count, var = q[slot] / (double)count - mean * mean;
+			stf(Y, i, (v - mean) / (sqrt(var > 0 ? var : 0) + 1e-9));
+		}
+}

@@ -30,7 +30,9 @@
 # references computed in float32 on the halves and rounded to float16 after each operator.  And the
 # two losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) against torch's nll_loss and
 # cross_entropy: weights, ignore_index inside and outside [0, C), every target ignored, i32
-# targets, the three reductions, spatial dims, f64.  Needs
+# targets, the three reductions, spatial dims, f64.  And LRN (against torch's, and the spec's window
+# for an even size), MeanVarianceNormalization over chosen axes, ReverseSequence, and GridSample's
+# eighteen modes against torch's grid_sample.  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
 import os
@@ -472,6 +474,61 @@ def losses(out):
           [("x", xb), ("t", tb)], [("y", F.cross_entropy(T(xb), T(tb)).numpy())])
 
 
+def norms(out):
+    """LRN against torch's local_response_norm (odd size, AlexNet's) and the spec's window in
+    numpy (even size: onnx puts the odd channel after c, torch before); MeanVarianceNormalization
+    over axes (0, 1) of a rank-3 input with a constant slice; ReverseSequence along axis 1 with
+    lengths 0, 1 and all the steps."""
+    rng = np.random.default_rng(20261202)     # its own: the other cases' data stay as they were
+    x = (rng.standard_normal((2, 7, 3, 4)) * 3).astype(F32)
+    y = F.local_response_norm(torch.from_numpy(x), 5, alpha=2e-3, beta=0.7, k=1.5).numpy()
+    write(out, "lrn_size5_torch",
+          [helper.make_node("LRN", ["x"], ["y"], size=5, alpha=2e-3, beta=0.7, bias=1.5)],
+          [("x", x)], [("y", y)])
+    xd = x.astype(np.float64)
+    s = np.zeros_like(xd)
+    for c in range(7):
+        s[:, c] = (xd[:, max(0, c - 1):min(7, c + 2 + 1)] ** 2).sum(1)
+    write(out, "lrn_size4_spec_window",
+          [helper.make_node("LRN", ["x"], ["y"], size=4, alpha=0.5, beta=0.6, bias=2.0)],
+          [("x", x)], [("y", (xd / (2.0 + 0.5 / 4 * s) ** 0.6).astype(F32))])
+    xm = rng.standard_normal((3, 4, 5)) * 2 + 1
+    xm[:, :, 2] = 0.75
+    mean = xm.mean((0, 1), keepdims=True)
+    std = np.sqrt(np.maximum((xm ** 2).mean((0, 1), keepdims=True) - mean ** 2, 0))
+    write(out, "mvn_axes01_constant_slice",
+          [helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 1])],
+          [("x", xm)], [("y", (xm - mean) / (std + 1e-9))])
+    xr = rng.standard_normal((4, 5, 3)).astype(F32)
+    lens = np.array([0, 1, 5, 3], np.int64)
+    yr = xr.copy()
+    for b, n in enumerate(lens):
+        yr[b, :n] = xr[b, :n][::-1]
+    write(out, "reversesequence_batch0_lengths",
+          [helper.make_node("ReverseSequence", ["x", "l"], ["y"], time_axis=1, batch_axis=0)],
+          [("x", xr), ("l", lens)], [("y", yr)])
+
+
+def gridsample(out):
+    """GridSample against torch's grid_sample: every mode, padding mode and align_corners (18
+    outputs of one graph) at points inside and up to 0.8 past the borders, on a 5x7 image."""
+    rng = np.random.default_rng(20261203)     # its own: the other cases' data stay as they were
+    x = rng.standard_normal((2, 3, 5, 7)).astype(F32)
+    grid = rng.uniform(-1.8, 1.8, (2, 4, 6, 2)).astype(F32)
+    grid[0, 0, :3] = [[-1, -1], [1, 1], [0, 0]]
+    nodes, outs = [], []
+    for mode in ("bilinear", "nearest", "bicubic"):
+        for pad in ("zeros", "border", "reflection"):
+            for ac in (0, 1):
+                name = "y_%s_%s_%d" % (mode, pad, ac)
+                nodes.append(helper.make_node("GridSample", ["x", "g"], [name], mode=mode,
+                                              padding_mode=pad, align_corners=ac))
+                outs.append((name, F.grid_sample(torch.from_numpy(x), torch.from_numpy(grid),
+                                                 mode=mode, padding_mode=pad,
+                                                 align_corners=bool(ac)).numpy()))
+    write(out, "gridsample_modes_torch", nodes, [("x", x), ("g", grid)], outs, opset=16)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: extra_edges.py OUTDIR\n")
@@ -485,6 +542,8 @@ def main():
     folded(out)
     views(out)
     losses(out)
+    norms(out)
+    gridsample(out)
     return 0
 
 
