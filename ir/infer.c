@@ -1132,6 +1132,17 @@ want_arith(Graph *g, NodeId n, int i, const char *what)
 	return false;
 }
 
+/* Input i of a float type (halves computed in f32: legalize-half). */
+static bool
+want_float(Graph *g, NodeId n, int i)
+{
+	Tensor *t = in(g, n, i);
+	if (t->dtype == DT_F32 || t->dtype == DT_F64 || t->dtype == DT_F16 || t->dtype == DT_BF16)
+		return true;
+	diag_node(g, n, "input %d is %s, expected a float type", i, ts(t));
+	return false;
+}
+
 static bool
 want_indices(Graph *g, NodeId n, int i)
 {
@@ -2026,11 +2037,8 @@ infer_lrn_mvn(Graph *g, NodeId n)
 {
 	Tensor *x = in(g, n, 0);
 	bool lrn = ir_node(g, n)->op == OP_LRN;
-	if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_F16 &&
-	    x->dtype != DT_BF16) {
-		diag_node(g, n, "input 0 is %s, expected a float type", ts(x));
+	if (!want_float(g, n, 0))
 		return false;
-	}
 	if (lrn) {
 		if (!want_rank(g, n, 0, 2, IR_MAX_RANK))
 			return false;
@@ -2060,13 +2068,9 @@ static bool
 infer_gridsample(Graph *g, NodeId n)
 {
 	Tensor *x = in(g, n, 0), *gr = in(g, n, 1);
-	if (!want_rank(g, n, 0, 4, 4) || !want_rank(g, n, 1, 4, 4) || !same_dtype(g, n, 0, 1))
+	if (!want_rank(g, n, 0, 4, 4) || !want_rank(g, n, 1, 4, 4) || !want_float(g, n, 0) ||
+	    !same_dtype(g, n, 0, 1))
 		return false;
-	if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_F16 &&
-	    x->dtype != DT_BF16) {
-		diag_node(g, n, "input 0 is %s, expected a float type", ts(x));
-		return false;
-	}
 	if (gr->dims[0] != x->dims[0] || gr->dims[3] != 2) {
 		diag_node(g, n, "the grid is %s, expected [%lld, H_out, W_out, 2] for input %s", ts(gr),
 		    (long long)x->dims[0], ts(x));
@@ -2123,13 +2127,8 @@ static bool
 infer_loss(Graph *g, NodeId n)
 {
 	Tensor *x = in(g, n, 0), *t = in(g, n, 1), *w = in(g, n, 2);
-	if (!want_rank(g, n, 0, 2, IR_MAX_RANK) || !want_indices(g, n, 1))
+	if (!want_rank(g, n, 0, 2, IR_MAX_RANK) || !want_float(g, n, 0) || !want_indices(g, n, 1))
 		return false;
-	if (x->dtype != DT_F32 && x->dtype != DT_F64 && x->dtype != DT_F16 &&
-	    x->dtype != DT_BF16) {
-		diag_node(g, n, "input 0 is %s, expected a float type", ts(x));
-		return false;
-	}
 	bool shaped = t->rank == x->rank - 1 && t->dims[0] == x->dims[0];
 	for (int i = 2; i < x->rank && shaped; i++)
 		shaped = t->dims[i - 1] == x->dims[i];

@@ -700,6 +700,8 @@ gs_reflect(double v, int64_t lo2, int64_t hi2)
 	return (int64_t)floor(v / span) % 2 == 0 ? extra + min : span - extra + min;
 }
 
+/* the modes and padding modes, in the order of their names below */
+enum { GS_BILINEAR, GS_NEAREST, GS_BICUBIC };
 enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
 
 /* The padding mode applied to a pixel coordinate: border clamps it to the
@@ -773,7 +775,7 @@ taprt_op_GridSample(taprt_ctx *cx, const taprt_node *n)
 			/* far outside, every tap reads padding: clamped so the casts below stay defined */
 			double x = fmax(fmin(gs_unnormalize(gx, W, corners), 1e15), -1e15);
 			double y = fmax(fmin(gs_unnormalize(gy, H, corners), 1e15), -1e15);
-			if (mode != 2) {
+			if (mode != GS_BICUBIC) {
 				x = gs_pad(x, W, pad, corners);
 				y = gs_pad(y, H, pad, corners);
 			}
@@ -784,12 +786,12 @@ taprt_op_GridSample(taprt_ctx *cx, const taprt_node *n)
 				double v = 0;
 				if (nan) {
 					v = 0;  /* a NaN point reads nothing */
-				} else if (mode == 0) {
+				} else if (mode == GS_BILINEAR) {
 					v = gs_at(X, pl, H, W, iy, ix) * (1 - tx) * (1 - ty) +
 					    gs_at(X, pl, H, W, iy, ix + 1) * tx * (1 - ty) +
 					    gs_at(X, pl, H, W, iy + 1, ix) * (1 - tx) * ty +
 					    gs_at(X, pl, H, W, iy + 1, ix + 1) * tx * ty;
-				} else if (mode == 1) {
+				} else if (mode == GS_NEAREST) {
 					v = gs_at(X, pl, H, W, (int64_t)nearbyint(y), (int64_t)nearbyint(x));
 				} else {
 					double wx[4] = {cubic_w(tx + 1, -0.75), cubic_w(tx, -0.75),

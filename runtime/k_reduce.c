@@ -2,7 +2,8 @@
  * k_reduce.c - reductions and normalizations: ReduceMean/Sum/Max/Min/Prod/
  * SumSquare/L1/L2/LogSum/LogSumExp, ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax,
  * NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss, LayerNormalization,
- * BatchNormalization and InstanceNormalization.
+ * BatchNormalization, InstanceNormalization, LRN and
+ * MeanVarianceNormalization.
  *
  * Needs: output dtypes, shapes and buffers set by tapc.  Reductions first
  * merge neighbouring axes that are both reduced or both kept, then walk the
