@@ -22,18 +22,28 @@
 
 #include "passes/fuse.h"
 
+/* A weight's or constant's bytes, whole (unsliced) and available at
+ * compile time, or NULL (fuse.h). */
+const void *
+fuse_whole(Graph *g, TensorId t)
+{
+	if (t == IR_NONE)
+		return NULL;
+	Tensor *tt = &g->tensors[t];
+	if ((tt->kind != TK_WEIGHT && tt->kind != TK_CONST) || tt->slice_axis >= 0 || tt->rank < 0)
+		return NULL;
+	return ir_weight_bytes(g, t);
+}
+
 /* A parameter a fusion can read at compile time: f32, whole, numel
  * elements, its bytes available (fuse.h). */
 const float *
 fuse_param(Graph *g, TensorId t, int64_t numel)
 {
-	if (t == IR_NONE)
+	if (t == IR_NONE || g->tensors[t].dtype != DT_F32 || g->tensors[t].rank < 0 ||
+	    ir_numel(&g->tensors[t]) != numel)
 		return NULL;
-	Tensor *tt = &g->tensors[t];
-	if ((tt->kind != TK_WEIGHT && tt->kind != TK_CONST) || tt->dtype != DT_F32 ||
-	    tt->slice_axis >= 0 || tt->rank < 0 || ir_numel(tt) != numel)
-		return NULL;
-	return ir_weight_bytes(g, t);
+	return fuse_whole(g, t);
 }
 
 /* A name no tensor has: base + suffix, then base + suffix + ".N" (fuse.h). */

@@ -35,17 +35,6 @@ typedef struct {
 	int64_t per, inner;
 } QParams;
 
-/* A whole weight's or constant's bytes, or NULL. */
-static const void *
-whole(Graph *g, TensorId t)
-{
-	Tensor *tt = &g->tensors[t];
-	if ((tt->kind != TK_WEIGHT && tt->kind != TK_CONST) || tt->slice_axis >= 0 ||
-	    tt->rank < 0)
-		return NULL;
-	return ir_weight_bytes(g, t);
-}
-
 /* The parameters of node n (a QuantizeLinear or DequantizeLinear) over
  * input 0 x; false when one is not a whole constant. */
 static bool
@@ -54,12 +43,12 @@ qparams(Graph *g, NodeId n, QParams *p)
 	Node *nd = &g->nodes[n];
 	Tensor *x = &g->tensors[nd->in[0]], *s = &g->tensors[nd->in[1]];
 	TensorId z = nd->nin > 2 ? nd->in[2] : IR_NONE;
-	if (s->dtype != DT_F32 || !(p->s = whole(g, nd->in[1])))
+	if (s->dtype != DT_F32 || !(p->s = fuse_whole(g, nd->in[1])))
 		return false;
 	p->z = NULL;
 	p->zt = DT_UNDEF;
 	if (z != IR_NONE) {
-		if (!(p->z = whole(g, z)))
+		if (!(p->z = fuse_whole(g, z)))
 			return false;
 		p->zt = g->tensors[z].dtype;
 	}

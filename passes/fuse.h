@@ -162,9 +162,11 @@ fuse_each(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
 	return true;
 }
 
-/* Weights a fusion computes at compile time (fold_bn.c): a parameter's
- * f32 bytes (whole, numel elements; NULL if not readable), a tensor name
- * no tensor has (base + suffix, then ".N"), a new inline f32 weight. */
+/* Weights a fusion computes at compile time (fold_bn.c): a weight's or
+ * constant's bytes (whole; NULL if not readable), a parameter's f32 bytes
+ * (whole, numel elements), a tensor name no tensor has (base + suffix,
+ * then ".N"), a new inline f32 weight. */
+const void *fuse_whole(Graph *g, TensorId t);
 const float *fuse_param(Graph *g, TensorId t, int64_t numel);
 const char *fuse_fresh_name(Graph *g, const char *base, const char *suffix);
 TensorId fuse_new_weight(Graph *g, const char *name, int rank, const int64_t *dims, float *data);
