@@ -617,9 +617,12 @@ forward(An *a, NodeId n)
 	case OP_Shape: case OP_Size: case OP_Constant: case OP_ConstantOfShape: case OP_Range:
 		set_out(a, n, 0, NO_POS);
 		return;
-	case OP_MatMul: {
-		Tensor *b = tin(a, n, 1);
-		BPos pb = pin(a, n, 1);
+	case OP_MatMul: case OP_MatMulInteger: case OP_QLinearMatMul: {
+		/* the quantized products: a's and y's parameters are one value,
+		 * b's along its columns (never the batch's axis here) */
+		int ib = nd->op == OP_QLinearMatMul ? 3 : 1;
+		Tensor *b = tin(a, n, ib);
+		BPos pb = pin(a, n, ib);
 		int R = o->rank;
 		if (p.axis >= 0) {
 			if (x->rank == 1 || p.axis == x->rank - 1)
@@ -658,7 +661,7 @@ forward(An *a, NodeId n)
 		break;
 	}
 	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool:
-	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_InstanceNormalization:
+	case OP_ConvInteger: case OP_QLinearConv: case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_InstanceNormalization:
 	case OP_DepthToSpace: case OP_SpaceToDepth: case OP_BatchNormalization:
 	case OP_Resize: case OP_Upsample: case OP_LRN: case OP_GridSample:
 		if (p.axis > 0) {
@@ -717,6 +720,10 @@ forward(An *a, NodeId n)
 		set_out(a, n, 1, p); /* the log-probabilities */
 		break;
 	}
+	case OP_DynamicQuantizeLinear:
+		if (p.axis >= 0)
+			mixes(a, n, "its scale and zero point are the whole tensor's range");
+		break;
 	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: {
 		int64_t ax = ir_attr_int(g, n, "axis", g->opset >= 13 ? -1 : 1);
 		ax = ax < 0 ? ax + rank : ax;

@@ -71,7 +71,7 @@ ir_node_flops(Graph *g, NodeId id)
 	switch (n->op) {
 	case OP_AllReduce: case OP_AllGather: case OP_ReduceScatter: case OP_Shard:
 		return 0;               /* communication: costed by tp-plan */
-	case OP_MatMul: case OP_FusedMatMul:
+	case OP_MatMul: case OP_FusedMatMul: case OP_MatMulInteger: case OP_QLinearMatMul:
 		return 2 * ir_numel(y) * (a->rank ? a->dims[a->rank - 1] : 1);
 	case OP_Gemm: {
 		int64_t k = ir_attr_int(g, id, "transA", 0) ? a->dims[0] : a->dims[a->rank - 1];
@@ -90,8 +90,8 @@ ir_node_flops(Graph *g, NodeId id)
 			k *= w->dims[i];
 		return 2 * px * ir_numel(w1) + 2 * ir_numel(y) * k;
 	}
-	case OP_Conv: case OP_FusedConv: {
-		Tensor *w = &g->tensors[n->in[1]];
+	case OP_Conv: case OP_FusedConv: case OP_ConvInteger: case OP_QLinearConv: {
+		Tensor *w = &g->tensors[n->in[n->op == OP_QLinearConv ? 3 : 1]];
 		int64_t k = 1;
 		for (int i = 1; i < w->rank; i++)
 			k *= w->dims[i];

@@ -16,6 +16,7 @@
  * make the function return false.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -333,6 +334,9 @@ static const struct {
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1}, [OP_Hardmax] = {1, 1, 1, 1},
 	[OP_QuantizeLinear] = {2, 3, 1, 1}, [OP_DequantizeLinear] = {2, 3, 1, 1},
+	[OP_DynamicQuantizeLinear] = {1, 1, 3, 3}, [OP_MatMulInteger] = {2, 4, 1, 1},
+	[OP_QLinearMatMul] = {8, 8, 1, 1}, [OP_ConvInteger] = {2, 4, 1, 1},
+	[OP_QLinearConv] = {8, 9, 1, 1},
 	[OP_LRN] = {1, 1, 1, 1}, [OP_MeanVarianceNormalization] = {1, 1, 1, 1},
 	[OP_ReverseSequence] = {2, 2, 1, 1}, [OP_GridSample] = {2, 2, 1, 1},
 	[OP_NegativeLogLikelihoodLoss] = {2, 3, 1, 1}, [OP_SoftmaxCrossEntropyLoss] = {2, 3, 1, 2},
@@ -1518,12 +1522,12 @@ infer_einsum(Graph *g, NodeId n)
 }
 
 
+/* numpy's matmul shape of inputs ia @ ib of node n, into *o. */
 static bool
-infer_matmul(Graph *g, NodeId n)
+matmul_shape(Graph *g, NodeId n, int ia, int ib, Shape *o)
 {
-	Tensor *ta = in(g, n, 0), *tb = in(g, n, 1);
-	if (!want_rank(g, n, 0, 1, IR_MAX_RANK) || !want_rank(g, n, 1, 1, IR_MAX_RANK) ||
-	    !same_dtype(g, n, 0, 1))
+	Tensor *ta = in(g, n, ia), *tb = in(g, n, ib);
+	if (!want_rank(g, n, ia, 1, IR_MAX_RANK) || !want_rank(g, n, ib, 1, IR_MAX_RANK))
 		return false;
 	Shape a = shape_of(ta), b = shape_of(tb);
 	bool a1 = a.rank == 1, b1 = b.rank == 1;
@@ -1533,7 +1537,7 @@ infer_matmul(Graph *g, NodeId n)
 		b = (Shape){2, {b.d[0], 1}};
 	int64_t k = a.d[a.rank - 1];
 	if (b.d[b.rank - 2] != k) {
-		diag_node(g, n, "input 1 is %s, expected %s%lld%s", ts(tb),
+		diag_node(g, n, "input %d is %s, expected %s%lld%s", ib, ts(tb),
 		    b1 ? "[" : b.rank == 2 ? "[" : "[...,", (long long)k, b1 ? "]" : ",N]");
 		return false;
 	}
@@ -1541,15 +1545,24 @@ infer_matmul(Graph *g, NodeId n)
 	ba.rank -= 2;
 	bb.rank -= 2;
 	if (!bcast(&ba, &bb)) {
-		diag_node(g, n, "input 1 is %s, whose batch dims do not broadcast with input 0 %s",
-		    ts(tb), ts(ta));
+		diag_node(g, n, "input %d is %s, whose batch dims do not broadcast with input %d %s",
+		    ib, ts(tb), ia, ts(ta));
 		return false;
 	}
 	if (!a1)
 		ba.d[ba.rank++] = a.d[a.rank - 2];
 	if (!b1)
 		ba.d[ba.rank++] = b.d[b.rank - 1];
-	return set_out(g, n, 0, ta->dtype, &ba);
+	*o = ba;
+	return true;
+}
+
+static bool
+infer_matmul(Graph *g, NodeId n)
+{
+	Shape s;
+	return same_dtype(g, n, 0, 1) && matmul_shape(g, n, 0, 1, &s) &&
+	    set_out(g, n, 0, in(g, n, 0)->dtype, &s);
 }
 
 static bool
@@ -1627,25 +1640,24 @@ window(Graph *g, NodeId n, const Tensor *x, const int64_t *k, bool ceil_mode, Sh
 	return true;
 }
 
+/* A convolution's output shape: x (input ix) [N,C,D...], w (input iw)
+ * [M,C/group,k...], the window attributes of node n; into *o. */
 static bool
-infer_conv(Graph *g, NodeId n)
+conv_shape(Graph *g, NodeId n, int ix, int iw, Shape *o)
 {
-	Tensor *x = in(g, n, 0), *w = in(g, n, 1), *b = in(g, n, 2);
-	if (!want_rank(g, n, 0, 3, IR_MAX_RANK) || !same_dtype(g, n, 0, 1))
+	Tensor *x = in(g, n, ix), *w = in(g, n, iw);
+	if (!want_rank(g, n, ix, 3, IR_MAX_RANK))
 		return false;
 	if (w->rank != x->rank) {
-		diag_node(g, n, "input 1 is %s, expected rank %d like input 0 %s", ts(w), x->rank, ts(x));
+		diag_node(g, n, "input %d is %s, expected rank %d like input %d %s", iw, ts(w), x->rank,
+		    ix, ts(x));
 		return false;
 	}
 	int64_t grp = ir_attr_int(g, n, "group", 1), cin = x->dims[1], m = w->dims[0];
 	int64_t wc;
 	if (grp < 1 || m % grp || !mul_ck(w->dims[1], grp, &wc) || wc != cin) {
-		diag_node(g, n, "input 1 is %s, expected [M,%lld,...] with M divisible by group %lld",
-		    ts(w), (long long)(grp >= 1 && cin % grp == 0 ? cin / grp : cin), (long long)grp);
-		return false;
-	}
-	if (b && (b->rank != 1 || b->dims[0] != m)) {
-		diag_node(g, n, "input 2 is %s, expected [%lld]", ts(b), (long long)m);
+		diag_node(g, n, "input %d is %s, expected [M,%lld,...] with M divisible by group %lld",
+		    iw, ts(w), (long long)(grp >= 1 && cin % grp == 0 ? cin / grp : cin), (long long)grp);
 		return false;
 	}
 	int64_t ks[IR_MAX_RANK];
@@ -1653,13 +1665,26 @@ infer_conv(Graph *g, NodeId n)
 		return false;
 	for (int i = 0; i < x->rank - 2; i++)
 		if ((ir_attr(g, n, "kernel_shape") && ks[i] != w->dims[2 + i]) || w->dims[2 + i] < 1) {
-			diag_node(g, n, "kernel_shape does not match input 1 %s", ts(w));
+			diag_node(g, n, "kernel_shape does not match input %d %s", iw, ts(w));
 			return false;
 		}
-	Shape s;
-	if (!window(g, n, x, w->dims + 2, false, &s))
+	if (!window(g, n, x, w->dims + 2, false, o))
 		return false;
-	s.d[1] = m;
+	o->d[1] = m;
+	return true;
+}
+
+static bool
+infer_conv(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *w = in(g, n, 1), *b = in(g, n, 2);
+	Shape s;
+	if (!same_dtype(g, n, 0, 1) || !conv_shape(g, n, 0, 1, &s))
+		return false;
+	if (b && (b->rank != 1 || b->dims[0] != w->dims[0])) {
+		diag_node(g, n, "input 2 is %s, expected [%lld]", ts(b), (long long)w->dims[0]);
+		return false;
+	}
 	return set_out(g, n, 0, x->dtype, &s);
 }
 
@@ -2204,6 +2229,106 @@ infer_qdq(Graph *g, NodeId n)
 }
 
 /*
+ * DynamicQuantizeLinear: x f32 -> y u8 shaped like x, its scale (f32) and
+ * zero point (u8), both scalars.
+ */
+static bool
+infer_dql(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	if (x->dtype != DT_F32) {
+		diag_node(g, n, "input 0 is %s, expected f32", ts(x));
+		return false;
+	}
+	Shape s = shape_of(x), one = {0, {0}};
+	return set_out(g, n, 0, DT_U8, &s) && set_out(g, n, 1, DT_F32, &one) &&
+	    set_out(g, n, 2, DT_U8, &one);
+}
+
+/* Input i of node n is u8 or i8. */
+static bool
+want_q8(Graph *g, NodeId n, int i)
+{
+	Tensor *t = in(g, n, i);
+	if (!t || t->dtype == DT_U8 || t->dtype == DT_I8)
+		return true;
+	diag_node(g, n, "input %d is %s, expected u8 or i8", i, ts(t));
+	return false;
+}
+
+/*
+ * Input i of node n (when present) is a quantization parameter: a scale (f32;
+ * of < 0) or input of's zero point (its type); one value, or with per > 1
+ * one per column or output channel, `per` values along its last dim.
+ */
+static bool
+want_qparam(Graph *g, NodeId n, int i, int of, int64_t per, const char *what)
+{
+	Tensor *t = in(g, n, i);
+	if (!t)
+		return true;
+	DType want = of < 0 ? DT_F32 : in(g, n, of)->dtype;
+	if (t->dtype != want) {
+		diag_node(g, n, "input %d (%s) is %s, expected %s", i, what, ts(t),
+		    ir_dtype_name(want));
+		return false;
+	}
+	int64_t k = ir_numel(t);
+	if (k == 1 || (per > 1 && k == per && t->dims[t->rank - 1] == per))
+		return true;
+	if (per > 1)
+		diag_node(g, n, "input %d (%s) is %s: one value, or %lld along its last dim", i, what,
+		    ts(t), (long long)per);
+	else
+		diag_node(g, n, "input %d (%s) is %s: one value (tapc quantizes this operand per tensor)",
+		    i, what, ts(t));
+	return false;
+}
+
+/*
+ * MatMulInteger and QLinearMatMul (numpy's matmul of u8/i8 operands a and
+ * b), ConvInteger and QLinearConv (Conv's shapes): the left operand (a, x)
+ * and QLinear*'s result quantized per tensor, the right one (b, w) per
+ * tensor or per column of b / output channel of w -- onnxruntime's forms.
+ * The Integer ops give i32; QLinear* the type of y_zero_point (input 7),
+ * QLinearConv's bias (input 8) i32 [M].
+ */
+static bool
+infer_qlinear(Graph *g, NodeId n)
+{
+	Op op = ir_node(g, n)->op;
+	bool conv = op == OP_ConvInteger || op == OP_QLinearConv;
+	bool ql = op == OP_QLinearMatMul || op == OP_QLinearConv;
+	int iw = ql ? 3 : 1;
+	Shape s;
+	if (!want_q8(g, n, 0) || !want_q8(g, n, iw) ||
+	    !(conv ? conv_shape(g, n, 0, iw, &s) : matmul_shape(g, n, 0, iw, &s)))
+		return false;
+	Tensor *w = in(g, n, iw);
+	int64_t per = conv ? w->dims[0] : w->rank >= 2 ? w->dims[w->rank - 1] : 1;
+	const char *an = conv ? "x" : "a", *bn = conv ? "w" : "b";
+	char az[32], bz[32], as[32], bs[32];
+	snprintf(az, sizeof az, "%s_zero_point", an);
+	snprintf(bz, sizeof bz, "%s_zero_point", bn);
+	snprintf(as, sizeof as, "%s_scale", an);
+	snprintf(bs, sizeof bs, "%s_scale", bn);
+	if (!ql)
+		return want_qparam(g, n, 2, 0, 1, az) && want_qparam(g, n, 3, 1, per, bz) &&
+		    set_out(g, n, 0, DT_I32, &s);
+	if (!want_qparam(g, n, 1, -1, 1, as) || !want_qparam(g, n, 2, 0, 1, az) ||
+	    !want_qparam(g, n, 4, -1, per, bs) || !want_qparam(g, n, 5, 3, per, bz) ||
+	    !want_qparam(g, n, 6, -1, 1, "y_scale") || !want_q8(g, n, 7) ||
+	    !want_qparam(g, n, 7, 7, 1, "y_zero_point"))
+		return false;
+	Tensor *b = conv ? in(g, n, 8) : NULL;
+	if (b && (b->dtype != DT_I32 || b->rank != 1 || b->dims[0] != per)) {
+		diag_node(g, n, "input 8 (B) is %s, expected i32[%lld]", ts(b), (long long)per);
+		return false;
+	}
+	return set_out(g, n, 0, in(g, n, 7)->dtype, &s);
+}
+
+/*
  * RNN, GRU and LSTM (opsets 1 to 14): X [T,B,I] (layout 1: [B,T,I]),
  * W [D,G*H,I], R [D,G*H,H], B [D,2*G*H], sequence_lens [B] (i32),
  * initial_h and initial_c [D,B,H] ([B,D,H]), P [D,3*H]; G gates (1, 3, 4),
@@ -2638,6 +2763,9 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_BatchNormalization: case OP_LayerNormalization: return infer_norm(g, n);
 	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: return infer_softmax(g, n);
 	case OP_QuantizeLinear: case OP_DequantizeLinear: return infer_qdq(g, n);
+	case OP_DynamicQuantizeLinear: return infer_dql(g, n);
+	case OP_MatMulInteger: case OP_QLinearMatMul: case OP_ConvInteger: case OP_QLinearConv:
+		return infer_qlinear(g, n);
 	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss:
 		return infer_loss(g, n);
 	case OP_LRN: case OP_MeanVarianceNormalization: return infer_lrn_mvn(g, n);

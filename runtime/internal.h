@@ -387,6 +387,29 @@ int taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const 
     taprt_act *a);
 
 /*
+ * The spatial geometry of a Conv or pool (k_nn.c), padded to three dims
+ * with leading unit dims so one loop nest serves 1-D, 2-D and 3-D.
+ * taprt_geom_get fills it from the node's attributes (kdims: the kernel
+ * from W when kernel_shape is absent); -1 after taprt_fail.
+ * taprt_im2col_i32: col[C * k0*k1*k2, out0*out1*out2] from one image
+ * x[C, in0, in1, in2], 0 in the pads (k_quant.c's integer convolutions).
+ */
+typedef struct {
+	int64_t in[3], out[3];          /* spatial sizes of X and Y */
+	int64_t k[3], st[3], dil[3];    /* kernel, strides, dilations */
+	int64_t pb[3], pe[3];           /* pads at the beginning and end */
+	int64_t planes;                 /* N * C of X for pools */
+	int64_t isz, osz;               /* in/out plane sizes */
+} taprt_geom;
+int taprt_geom_get(taprt_ctx *cx, const taprt_node *n, const char *op, const taprt_tensor *x,
+    const taprt_tensor *y, const int64_t *kdims, taprt_geom *g);
+void taprt_im2col_i32(const int32_t *x, int64_t C, const taprt_geom *g, int32_t *col);
+/* MatMul's batch (k_nn.c): the matrix strides of t's batch dims (all but
+ * its last two), right-aligned to the nb batch dims of the output; 0 where
+ * t broadcasts. */
+void taprt_batch_strides(const taprt_tensor *t, int nb, int64_t mat, int64_t *st);
+
+/*
  * The runtime's convolution library (conv_dnnl.c): a 2-D f32 Conv,
  * y = act(conv(x, w) + b + z), on oneDNN when the build has it and its
  * kernels suit the shape.  Returns 1 when done, 0 when declined (the

@@ -123,10 +123,9 @@ next_index(int nd, const int64_t *dims, int64_t *idx, const int64_t *sa,
 	}
 }
 
-/* Matrix strides of t's batch dims (all but its last two), right-aligned to
- * the nb batch dims of the output; 0 where t broadcasts. */
-static void
-batch_strides(const taprt_tensor *t, int nb, int64_t mat, int64_t *st)
+/* MatMul's batch strides (internal.h; k_quant.c's products use them too). */
+void
+taprt_batch_strides(const taprt_tensor *t, int nb, int64_t mat, int64_t *st)
 {
 	int tb = t->rank > 2 ? t->rank - 2 : 0;
 	int64_t s = mat;
@@ -171,8 +170,8 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 		nb = 0;
 	}
 	int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK], idx[TAPRT_MAX_RANK] = {0};
-	batch_strides(a, nb, M * K, sa);
-	batch_strides(b, nb, K * N, sb);
+	taprt_batch_strides(a, nb, M * K, sa);
+	taprt_batch_strides(b, nb, K * N, sb);
 	int64_t oa = 0, ob = 0, mn = M * N;
 
 	switch (y->dtype) {
@@ -359,22 +358,13 @@ taprt_op_Gemm(taprt_ctx *cx, const taprt_node *n)
 
 /* ------------------------------------------------------ windows (Conv, pools) */
 
-/*
- * The spatial geometry of a Conv or pool, padded to three dims with leading
- * unit dims so one loop nest serves 1-D, 2-D and 3-D.
- */
-typedef struct {
-	int64_t in[3], out[3];          /* spatial sizes of X and Y */
-	int64_t k[3], st[3], dil[3];    /* kernel, strides, dilations */
-	int64_t pb[3], pe[3];           /* pads at the beginning and end */
-	int64_t planes;                 /* N * C of X for pools */
-	int64_t isz, osz;               /* in/out plane sizes */
-} geom;
+/* The geometry of a Conv or pool (internal.h: k_quant.c's integer
+ * convolutions share it and im2col). */
+typedef taprt_geom geom;
 
-/* Fill g from the attributes; kdims: the kernel from W when kernel_shape
- * is absent (Conv).  Returns -1 after taprt_fail. */
-static int
-geom_get(taprt_ctx *cx, const taprt_node *n, const char *op,
+/* Fill g from the attributes (internal.h). */
+int
+taprt_geom_get(taprt_ctx *cx, const taprt_node *n, const char *op,
     const taprt_tensor *x, const taprt_tensor *y, const int64_t *kdims,
     geom *g)
 {
@@ -493,7 +483,14 @@ im2col_##s(const T *x, int64_t C, const geom *g, T *col)                  \
 	}                                                                 \
 }
 FLOAT_TYPES(IM2COL)
+IM2COL(TAPRT_I32, int32_t, i32)
 #undef IM2COL
+
+void
+taprt_im2col_i32(const int32_t *x, int64_t C, const taprt_geom *g, int32_t *col)
+{
+	im2col_i32(x, C, g, col);
+}
 
 
 /* ------------------------------------------------ activations, epilogues */
@@ -1248,7 +1245,7 @@ conv_op(taprt_ctx *cx, const taprt_node *n, const char *op, bool fused)
 		    (long long)C, (long long)M, (long long)w->dims[1]);
 		return;
 	}
-	if (geom_get(cx, n, op, x, y, w->dims + 2, &g))
+	if (taprt_geom_get(cx, n, op, x, y, w->dims + 2, &g))
 		return;
 	if (w->numel == 0) {
 		taprt_fail(cx, "node '%s' (%s): empty filters", n->name, op);
@@ -1317,7 +1314,7 @@ taprt_op_FusedConvDw(taprt_ctx *cx, const taprt_node *n)
 		    " W [C,1,k...], biases [C]", n->name);
 		return;
 	}
-	if (geom_get(cx, n, "FusedConvDw", x, y, w->dims + 2, &g) ||
+	if (taprt_geom_get(cx, n, "FusedConvDw", x, y, w->dims + 2, &g) ||
 	    taprt_act_named(cx, n, "activation", "activation_params", &act) ||
 	    taprt_act_named(cx, n, "expand_activation", "expand_activation_params", &act1))
 		return;
@@ -1877,7 +1874,7 @@ taprt_op_MaxPool(taprt_ctx *cx, const taprt_node *n)
 	bool colmajor = taprt_attr_int(n, "storage_order", 0) == 1;
 	geom g;
 
-	if (geom_get(cx, n, "MaxPool", x, y, NULL, &g))
+	if (taprt_geom_get(cx, n, "MaxPool", x, y, NULL, &g))
 		return;
 	if (!ind && y->dtype == TAPRT_F32 && pool2d_simple(&g)) {
 		pool2d_f32(x->data, y->data, &g, false);
@@ -1954,7 +1951,7 @@ taprt_op_AveragePool(taprt_ctx *cx, const taprt_node *n)
 	bool incl = taprt_attr_int(n, "count_include_pad", 0) != 0;
 	geom g;
 
-	if (geom_get(cx, n, "AveragePool", x, y, NULL, &g))
+	if (taprt_geom_get(cx, n, "AveragePool", x, y, NULL, &g))
 		return;
 	if (y->dtype == TAPRT_F32 && pool2d_simple(&g)) { /* no pads: incl is moot */
 		pool2d_f32(x->data, y->data, &g, true);

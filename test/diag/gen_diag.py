@@ -254,6 +254,27 @@ def cases_file():
     case("layernorm_scale_inner_broadcast", make_model(ln, opset=17),
          "node 'ln' (LayerNormalization): input 1 is f32[4,1]: broadcasting inside the "
          "normalized dims [4,5] is not supported (only leading 1s)")
+    zrow = helper.make_tensor("za", TensorProto.UINT8, [3], [1, 2, 3])
+    mmi = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b", "za"], ["y"], name="mmi")], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [3, 4]),
+         helper.make_tensor_value_info("b", TensorProto.UINT8, [4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [3, 5])], initializer=[zrow])
+    case("matmulinteger_a_per_row", make_model(mmi),
+         "node 'mmi' (MatMulInteger): input 2 (a_zero_point) is u8[3]: one value (tapc "
+         "quantizes this operand per tensor)")
+    f1 = [helper.make_tensor(n, TensorProto.FLOAT, [], [0.5]) for n in ("xs", "ws", "ys")]
+    z1 = [helper.make_tensor(n, TensorProto.UINT8, [], [0]) for n in ("xz", "wz", "yz")]
+    fbias = helper.make_tensor("B", TensorProto.FLOAT, [2], [1.0, 2.0])
+    qlc = helper.make_graph(
+        [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "B"],
+                          ["y"], name="qc")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4]),
+         helper.make_tensor_value_info("w", TensorProto.UINT8, [2, 1, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 2, 2])],
+        initializer=f1 + z1 + [fbias])
+    case("qlinearconv_float_bias", make_model(qlc),
+         "node 'qc' (QLinearConv): input 8 (B) is f32[2], expected i32[2]")
     pads = helper.make_tensor("p", TensorProto.INT64, [4], [0, 1, 0, 1])
     wrap = helper.make_graph(
         [helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="wrap")], "g",

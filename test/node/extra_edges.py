@@ -529,6 +529,147 @@ def gridsample(out):
     write(out, "gridsample_modes_torch", nodes, [("x", x), ("g", grid)], outs, opset=16)
 
 
+def conv_int(x, w, pads, strides, dils, group):
+    """Conv over int64 operands already less their zero points (the pads 0), N-D, groups."""
+    ns = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[ns + i]) for i in range(ns)])
+    M, Cg = w.shape[0], w.shape[1]
+    k = w.shape[2:]
+    out = [(xp.shape[2 + i] - dils[i] * (k[i] - 1) - 1) // strides[i] + 1 for i in range(ns)]
+    y = np.zeros((x.shape[0], M) + tuple(out), np.int64)
+    Mg = M // group
+    for o in np.ndindex(*out):
+        for t in np.ndindex(*k):
+            idx = tuple(slice(None) for _ in range(2)) + tuple(
+                o[i] * strides[i] + t[i] * dils[i] for i in range(ns))
+            xv = xp[idx]                                    # [N, C]
+            for g in range(group):
+                wt = w[(slice(g * Mg, (g + 1) * Mg), slice(None)) + t]     # [Mg, Cg]
+                y[(slice(None), slice(g * Mg, (g + 1) * Mg)) + o] += xv[:, g * Cg:(g + 1) * Cg] @ wt.T
+    return y
+
+
+def requant(acc, mult, zp, dt):
+    """onnx's reference: the int sums times the float32 multiplier in float64, rounded half
+    to even, plus the zero point, saturated."""
+    info = np.iinfo(dt)
+    return np.clip(np.round(acc * mult.astype(np.float64)) + zp, info.min, info.max).astype(dt)
+
+
+def wrap32(v):
+    return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def quantized(out):
+    """DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv in
+    exact integer numpy (int64 sums, wrapped to 32 bits) and onnx's reference requantization:
+    i8 and u8 operands, per-column and per-channel zero points and scales, broadcast batches,
+    rows past one column block (1100), sums that wrap, groups, strides, dilations and
+    asymmetric pads in 1-, 2- and 3-D, and onnxruntime's quantize_dynamic pattern
+    (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add)."""
+    rng = np.random.default_rng(20261203)     # its own: the other cases' data stay as they were
+    U8, I8, I32 = np.uint8, np.int8, np.int32
+    a = rng.integers(0, 256, (2, 3, 5, 37)).astype(U8)
+    b = rng.integers(-128, 128, (3, 37, 1100)).astype(I8)
+    za, zb = np.array(131, U8), rng.integers(-5, 6, 1100).astype(I8)
+    y = (a.astype(np.int64) - 131) @ (b.astype(np.int64) - zb.astype(np.int64))
+    write(out, "matmulinteger_u8_i8_percolumn_bcast",
+          [helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])],
+          [("a", a), ("b", b), ("za", za), ("zb", zb)], [("y", wrap32(y))])
+    a1 = np.full(40000, 255, U8)
+    b1 = rng.integers(200, 256, (40000, 3)).astype(U8)
+    write(out, "matmulinteger_1d_wraps",
+          [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
+          [("a", a1), ("b", b1)], [("y", wrap32(a1.astype(np.int64) @ b1.astype(np.int64)))])
+    qa = rng.integers(0, 256, (4, 33)).astype(U8)
+    qb = rng.integers(-128, 128, (33, 7)).astype(I8)
+    sa, sb, sy = np.array(0.02, F32), rng.uniform(0.005, 0.02, 7).astype(F32), np.array(0.9, F32)
+    zqa, zqb, zy = np.array(120, U8), rng.integers(-3, 4, 7).astype(I8), np.array(-7, I8)
+    acc = (qa.astype(np.int64) - 120) @ (qb.astype(np.int64) - zqb.astype(np.int64))
+    write(out, "qlinearmatmul_percolumn_i8_out",
+          [helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                            ["y"])],
+          [("a", qa), ("sa", sa), ("za", zqa), ("b", qb), ("sb", sb), ("zb", zqb), ("sy", sy),
+           ("zy", zy)],
+          [("y", requant(acc, sa * sb / sy, -7, I8))])
+    ta, tb = rng.integers(0, 8, (3, 4)).astype(U8), rng.integers(0, 8, (4, 5)).astype(U8)
+    one, half = np.array(1, F32), np.array(0.5, F32)
+    acc = ta.astype(np.int64) @ tb.astype(np.int64)
+    write(out, "qlinearmatmul_ties_to_even",
+          [helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                            ["y"])],
+          [("a", ta), ("sa", one), ("za", np.array(0, U8)), ("b", tb), ("sb", half),
+           ("zb", np.array(0, U8)), ("sy", one), ("zy", np.array(0, U8))],
+          [("y", requant(acc, one * half / one, 0, U8))])
+    x = rng.integers(0, 256, (2, 4, 9, 8)).astype(U8)
+    w = rng.integers(-128, 128, (6, 2, 3, 3)).astype(I8)
+    zw = rng.integers(-4, 5, 6).astype(I8)
+    pads, strides, dils = [1, 2, 0, 1], [2, 1], [1, 2]
+    yc = conv_int(x.astype(np.int64) - 7, w.astype(np.int64) - zw.reshape(6, 1, 1, 1), pads,
+                  strides, dils, 2)
+    write(out, "convinteger_groups_strides_dilations_perchannel",
+          [helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], group=2,
+                            pads=pads, strides=strides, dilations=dils)],
+          [("x", x), ("w", w), ("zx", np.array(7, U8)), ("zw", zw)], [("y", wrap32(yc))])
+    x1 = rng.integers(-128, 128, (1, 3, 20)).astype(I8)
+    w1 = rng.integers(0, 256, (4, 3, 5)).astype(U8)
+    y1 = conv_int(x1.astype(np.int64) + 3, w1.astype(np.int64) - 100, [2, 1], [3], [1], 1)
+    write(out, "convinteger_1d",
+          [helper.make_node("ConvInteger", ["x", "w", "zx", "zw"], ["y"], pads=[2, 1],
+                            strides=[3])],
+          [("x", x1), ("w", w1), ("zx", np.array(-3, I8)), ("zw", np.array(100, U8))],
+          [("y", wrap32(y1))])
+    x3 = rng.integers(0, 256, (1, 2, 4, 5, 5)).astype(U8)
+    w3 = rng.integers(0, 256, (3, 2, 2, 3, 3)).astype(U8)
+    y3 = conv_int(x3.astype(np.int64), w3.astype(np.int64), [0, 1, 1, 1, 1, 1], [1, 2, 2],
+                  [1, 1, 1], 1)
+    write(out, "convinteger_3d",
+          [helper.make_node("ConvInteger", ["x", "w"], ["y"], pads=[0, 1, 1, 1, 1, 1],
+                            strides=[1, 2, 2])],
+          [("x", x3), ("w", w3)], [("y", wrap32(y3))])
+    qx = rng.integers(0, 256, (1, 3, 10, 10)).astype(U8)
+    qw = rng.integers(-127, 128, (5, 3, 3, 3)).astype(I8)
+    sx, sw, sy = np.array(0.03, F32), rng.uniform(0.002, 0.01, 5).astype(F32), np.array(0.25, F32)
+    zqw = rng.integers(-2, 3, 5).astype(I8)
+    bias = rng.integers(-3000, 3000, 5).astype(I32)
+    acc = conv_int(qx.astype(np.int64) - 128, qw.astype(np.int64) - zqw.reshape(5, 1, 1, 1),
+                   [1, 1, 1, 1], [2, 2], [1, 1], 1) + bias.reshape(1, 5, 1, 1)
+    write(out, "qlinearconv_perchannel_bias",
+          [helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "B"],
+                            ["y"], pads=[1, 1, 1, 1], strides=[2, 2])],
+          [("x", qx), ("sx", sx), ("zx", np.array(128, U8)), ("w", qw), ("sw", sw),
+           ("zw", zqw), ("sy", sy), ("zy", np.array(60, U8)), ("B", bias)],
+          [("y", requant(acc, (sx * sw / sy).reshape(1, 5, 1, 1), 60, U8))])
+
+    def dql(v):
+        hi, lo = F32(max(0, v.max())), F32(min(0, v.min()))
+        s = F32(1.0 if hi == lo else hi - lo) / F32(255)
+        z = np.round(np.clip(F32(0) - lo / s, 0, 255)).astype(F32)
+        return np.clip(np.round(v / s) + z, 0, 255).astype(U8), np.array(s, F32), np.array(z, U8)
+    for name, v in (("random", (rng.standard_normal((3, 50)) * 4).astype(F32)),
+                    ("all_negative", -rng.uniform(0.5, 3, (7,)).astype(F32)),
+                    ("all_zero", np.zeros((2, 2), F32))):
+        q, s, z = dql(v)
+        write(out, "dynamicquantizelinear_" + name,
+              [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])],
+              [("x", v)], [("y", q), ("s", s), ("z", z)])
+    # onnxruntime's quantize_dynamic on a Linear: the activation quantized at run time
+    xf = (rng.standard_normal((2, 8, 16)) * 2).astype(F32)
+    wq = rng.integers(-127, 128, (16, 24)).astype(I8)
+    ws, wb = np.array(0.01, F32), rng.standard_normal(24).astype(F32)
+    q, s, z = dql(xf)
+    acc = (q.astype(np.int64) - z.astype(np.int64)) @ wq.astype(np.int64)
+    yf = acc.astype(F32) * (s * ws) + wb
+    write(out, "quantize_dynamic_linear",
+          [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+           helper.make_node("MatMulInteger", ["q", "wq", "z"], ["acc"]),
+           helper.make_node("Cast", ["acc"], ["accf"], to=onnx.TensorProto.FLOAT),
+           helper.make_node("Mul", ["s", "ws"], ["sw"]),
+           helper.make_node("Mul", ["accf", "sw"], ["yd"]),
+           helper.make_node("Add", ["yd", "wb"], ["y"])],
+          [("x", xf)], [("y", yf)], inits=[("wq", wq), ("ws", ws), ("wb", wb)])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.stderr.write("usage: extra_edges.py OUTDIR\n")
@@ -544,6 +685,7 @@ def main():
     losses(out)
     norms(out)
     gridsample(out)
+    quantized(out)
     return 0
 
 
