@@ -391,7 +391,7 @@ int taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const 
  * with leading unit dims so one loop nest serves 1-D, 2-D and 3-D.
  * taprt_geom_get fills it from the node's attributes (kdims: the kernel
  * from W when kernel_shape is absent); -1 after taprt_fail.
- * taprt_im2col_i32: col[C * k0*k1*k2, out0*out1*out2] from one image
+ * taprt_im2col_f32/f64: col[C * k0*k1*k2, out0*out1*out2] from one image
  * x[C, in0, in1, in2], 0 in the pads (k_quant.c's integer convolutions).
  */
 typedef struct {
@@ -403,7 +403,8 @@ typedef struct {
 } taprt_geom;
 int taprt_geom_get(taprt_ctx *cx, const taprt_node *n, const char *op, const taprt_tensor *x,
     const taprt_tensor *y, const int64_t *kdims, taprt_geom *g);
-void taprt_im2col_i32(const int32_t *x, int64_t C, const taprt_geom *g, int32_t *col);
+void taprt_im2col_f32(const float *x, int64_t C, const taprt_geom *g, float *col);
+void taprt_im2col_f64(const double *x, int64_t C, const taprt_geom *g, double *col);
 /* MatMul's batch (k_nn.c): the matrix strides of t's batch dims (all but
  * its last two), right-aligned to the nb batch dims of the output; 0 where
  * t broadcasts. */

@@ -483,13 +483,19 @@ im2col_##s(const T *x, int64_t C, const geom *g, T *col)                  \
 	}                                                                 \
 }
 FLOAT_TYPES(IM2COL)
-IM2COL(TAPRT_I32, int32_t, i32)
 #undef IM2COL
 
+/* im2col for k_quant.c's integer convolutions (internal.h) */
 void
-taprt_im2col_i32(const int32_t *x, int64_t C, const taprt_geom *g, int32_t *col)
+taprt_im2col_f32(const float *x, int64_t C, const taprt_geom *g, float *col)
 {
-	im2col_i32(x, C, g, col);
+	im2col_f32(x, C, g, col);
+}
+
+void
+taprt_im2col_f64(const double *x, int64_t C, const taprt_geom *g, double *col)
+{
+	im2col_f64(x, C, g, col);
 }
 
 

@@ -4,25 +4,30 @@
  * QLinearConv, the operators onnxruntime's quantize_dynamic (transformers:
  * DynamicQuantizeLinear -> MatMulInteger) and its QOperator format write.
  *
- * Needs: k_nn.c's convolution geometry and im2col (taprt_geom_get,
- * taprt_im2col_i32) and MatMul's batch strides; the thread's scratch.
+ * Needs: the GEMM interface (gemm.c); k_nn.c's convolution geometry and
+ * im2col (taprt_geom_get, taprt_im2col_f32/f64) and MatMul's batch
+ * strides; the thread's scratch.
  *
- * Every product is exact.  The operands less their zero points are int32
- * (|v| <= 255), each product fits in 32 bits and the sums wrap in 32 bits
- * as the spec allows (computed unsigned, so the wrap is defined C).  The
- * right operand (b, or the convolution's im2col'd image) is converted once
- * per call into int32 rows with its zero points taken off; each output row
- * then accumulates a[m][k] * brow_k over k, a loop over a block of columns
- * that GCC vectorizes.  QLinear* requantize as onnx's reference does: the
- * multiplier a_scale * b_scale / y_scale in float, its product with the
- * int32 sum in double (numpy's promotion), rounded half to even, plus the
- * zero point, saturated.  DynamicQuantizeLinear is the reference's float
- * arithmetic: the range [min(x, 0), max(x, 0)] over 255 levels (scale 1/255
- * when x is all zeros), its zero point rounded, then QuantizeLinear's
- * rounding; NaNs take no part in the range and quantize to the zero point.
+ * Every product is exact, at the float GEMM's speed.  The operands less
+ * their zero points are integers of at most 255 in magnitude, so a product
+ * of two is exact in float, and a sum of K of them is exact in any order as
+ * long as K * max|a - za| * max|b - zb| stays below 2^24 (every partial sum
+ * is then an integer float holds): such products -- MobileNet's and BERT's
+ * layers with their usual zero points -- run on taprt_sgemm over the
+ * operands converted to float, the others on taprt_dgemm in double (exact
+ * below 2^53, so for any K a model can hold).  The sums are then the
+ * spec's int32, wrapping in 32 bits where a sum overflows it.  QLinear*
+ * requantize as onnx's reference does: the multiplier a_scale * b_scale /
+ * y_scale in float, its product with the int32 sum in double (numpy's
+ * promotion), rounded half to even, plus the zero point, saturated.
+ * DynamicQuantizeLinear is the reference's float arithmetic: the range
+ * [min(x, 0), max(x, 0)] over 255 levels (scale 1/255 when x is all
+ * zeros), its zero point rounded, then QuantizeLinear's rounding; NaNs take
+ * no part in the range and quantize to the zero point.
  *
- * Not built: an int8 GEMM library behind qgemm (oneDNN's u8s8s32 products
- * with VNNI would be the fast path); these run at a plain loop's speed.
+ * Not built: int8 products proper (VNNI's vpdpbusd, oneDNN's u8s8s32), four
+ * times the float GEMM's multiply-adds per instruction; the conversions
+ * also cost a pass over each operand per run, the weight's included.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -30,10 +35,6 @@
 #include <string.h>
 
 #include "runtime/internal.h"
-
-/* Columns of an output row summed at a time: its block of sums stays in L1
- * while the rows of b stream past. */
-#define QBLOCK 1024
 
 /* A u8 or i8 element as int32. */
 static inline int32_t
@@ -57,33 +58,67 @@ qrange(int dt, int32_t *lo, int32_t *hi)
 	*hi = dt == TAPRT_I8 ? 127 : 255;
 }
 
-/*
- * c[m][n] (rows ldc apart) = sum over k of (a[m][k] - za(row0 + m)) * b[k][n],
- * for a u8/i8 (rows lda apart, za its zero points: one, or one per row from
- * row0), b int32 (rows ldb apart), wrapping in 32 bits.  Rows split across
- * the rank's team.
- */
-static void
-qgemm(int64_t M, int64_t N, int64_t K, const void *a, int adt, int64_t lda,
-    const taprt_tensor *za, int64_t row0, const int32_t *b, int64_t ldb, int32_t *c, int64_t ldc)
+/* The largest sum of K products of operands at most amax and bmax in
+ * magnitude that float computes exactly: below 2^24. */
+static inline bool
+qfloat_ok(int64_t K, int32_t amax, int32_t bmax)
 {
-	#pragma omp parallel for if (TAPRT_PAR(M * N * K / 8)) schedule(static)
-	for (int64_t m = 0; m < M; m++) {
-		const int32_t z = qzero(za, row0 + m);
-		for (int64_t j0 = 0; j0 < N; j0 += QBLOCK) {
-			const int64_t nj = N - j0 < QBLOCK ? N - j0 : QBLOCK;
-			uint32_t *restrict cr = (uint32_t *)(c + m * ldc + j0);
-			for (int64_t j = 0; j < nj; j++)
-				cr[j] = 0;
-			for (int64_t k = 0; k < K; k++) {
-				const uint32_t av = (uint32_t)(q8(a, adt, m * lda + k) - z);
-				const int32_t *restrict br = b + k * ldb + j0;
-				if (av)
-					for (int64_t j = 0; j < nj; j++)
-						cr[j] += av * (uint32_t)br[j];
-			}
+	return (double)K * amax * bmax < 16777216.0;
+}
+
+/*
+ * An r x c u8/i8 matrix (element off + i * ld + j of p) less its zero
+ * points z (one; or per column j when zcol, per row row0 + i otherwise):
+ * qmax gives the largest magnitude, qconvert writes it into dst (float, or
+ * double when dbl) rows c apart.
+ */
+static int32_t
+qmax(const void *p, int dt, int64_t off, int64_t r, int64_t c, int64_t ld,
+    const taprt_tensor *z, bool zcol, int64_t row0)
+{
+	int32_t m = 0;
+	for (int64_t i = 0; i < r; i++)
+		for (int64_t j = 0; j < c; j++) {
+			int32_t v = q8(p, dt, off + i * ld + j) - qzero(z, zcol ? j : row0 + i);
+			v = v < 0 ? -v : v;
+			m = v > m ? v : m;
 		}
-	}
+	return m;
+}
+
+static void
+qconvert(void *dst, bool dbl, const void *p, int dt, int64_t off, int64_t r, int64_t c,
+    int64_t ld, const taprt_tensor *z, bool zcol, int64_t row0)
+{
+	#pragma omp parallel for if (TAPRT_PAR(r * c)) schedule(static)
+	for (int64_t i = 0; i < r; i++)
+		for (int64_t j = 0; j < c; j++) {
+			int32_t v = q8(p, dt, off + i * ld + j) - qzero(z, zcol ? j : row0 + i);
+			if (dbl)
+				((double *)dst)[i * c + j] = v;
+			else
+				((float *)dst)[i * c + j] = (float)v;
+		}
+}
+
+/* c = a @ b over converted operands (M x K, K x N), in float or double. */
+static void
+qproduct(bool dbl, int64_t M, int64_t N, int64_t K, const void *a, const void *b, void *c)
+{
+	if (dbl)
+		taprt_dgemm(false, false, M, N, K, 1.0, a, K, b, N, 0.0, c, N);
+	else
+		taprt_sgemm(false, false, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+}
+
+/* Sum i of a product as the spec's int32 (an exact integer in float or
+ * double; in double it may pass int32's range, and wraps). */
+static inline int32_t
+qsum(const void *c, bool dbl, int64_t i)
+{
+	if (!dbl)
+		return (int32_t)((const float *)c)[i];
+	return (int32_t)(uint32_t)(uint64_t)(int64_t)((const double *)c)[i];
 }
 
 /* y = saturate(round(acc * mult) + zp) for a u8/i8 y, as onnx's reference
@@ -163,12 +198,16 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 	int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK];
 	taprt_batch_strides(a, nb, M * K, sa);
 	taprt_batch_strides(b, nb, K * N, sb);
-	int32_t *bi = taprt_scratch((K * N + (ql ? M * N : 0)) * (int64_t)sizeof(int32_t));
-	if (!bi) {
+	/* one precision for every matrix of the batch */
+	const bool dbl = K > 0 && !qfloat_ok(K, qmax(a->data, a->dtype, 0, a->numel / K, K, K, za,
+	    false, 0), qmax(b->data, b->dtype, 0, b->numel / N, N, N, zb, true, 0));
+	const int64_t es = dbl ? 8 : 4;
+	char *af = taprt_scratch((M * K + K * N + M * N) * es);
+	if (!af) {
 		taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
 		return;
 	}
-	int32_t *acc = ql ? bi + K * N : NULL;
+	char *bf = af + M * K * es, *cf = bf + K * N * es;
 	float as = 0.0f, ys = 1.0f;
 	const float *bs = NULL;
 	int32_t zy = 0, lo = 0, hi = 0;
@@ -179,28 +218,32 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 		zy = qzero(n->in[7], 0);
 		qrange(y->dtype, &lo, &hi);
 	}
-	for (int64_t i = 0; i < batch; i++) {
+	if (K == 0)
+		memset(cf, 0, M * N * es);
+	for (int64_t i = 0, pa = -1, pb = -1; i < batch; i++) {
 		int64_t r = i, oa = 0, ob = 0;
 		for (int d = nb - 1; d >= 0; d--) {
 			oa += r % y->dims[d] * sa[d];
 			ob += r % y->dims[d] * sb[d];
 			r /= y->dims[d];
 		}
-		for (int64_t k = 0; k < K; k++)
-			for (int64_t j = 0; j < N; j++)
-				bi[k * N + j] = q8(b->data, b->dtype, ob + k * N + j) - qzero(zb, j);
-		const void *ap = (const int8_t *)a->data + oa;
-		if (!ql) {
-			qgemm(M, N, K, ap, a->dtype, K, za, 0, bi, N, (int32_t *)y->data + i * M * N, N);
-			continue;
-		}
-		qgemm(M, N, K, ap, a->dtype, K, za, 0, bi, N, acc, N);
-		const int64_t nbs = n->in[4]->numel;
+		if (oa != pa) /* a broadcast operand is converted once */
+			qconvert(af, dbl, a->data, a->dtype, oa, M, K, K, za, false, 0);
+		if (ob != pb)
+			qconvert(bf, dbl, b->data, b->dtype, ob, K, N, N, zb, true, 0);
+		pa = oa;
+		pb = ob;
+		if (K > 0)
+			qproduct(dbl, M, N, K, af, bf, cf);
+		const int64_t nbs = ql ? n->in[4]->numel : 0;
 		for (int64_t m = 0; m < M; m++)
 			for (int64_t j = 0; j < N; j++) {
-				const float mult = as * bs[nbs == 1 ? 0 : j] / ys;
-				qstore(y->data, y->dtype, (i * M + m) * N + j, acc[m * N + j], mult, zy, lo,
-				    hi);
+				const int64_t e = m * N + j, o = i * M * N + e;
+				if (ql)
+					qstore(y->data, y->dtype, o, qsum(cf, dbl, e),
+					    as * bs[nbs == 1 ? 0 : j] / ys, zy, lo, hi);
+				else
+					((int32_t *)y->data)[o] = qsum(cf, dbl, e);
 			}
 	}
 }
@@ -243,13 +286,15 @@ qconv(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 	const int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
 	const int64_t G = taprt_attr_int(n, "group", 1), Cg = C / G, Mg = M / G;
 	const int64_t Kc = Cg * g.k[0] * g.k[1] * g.k[2], P = g.osz, isz = g.isz;
-	int32_t *xi = taprt_scratch((C * isz + Kc * P + (ql ? Mg * P : 0)) * (int64_t)sizeof(int32_t));
-	if (!xi) {
+	const bool dbl = !qfloat_ok(Kc, qmax(w->data, w->dtype, 0, M, Kc, Kc, zw, false, 0),
+	    qmax(x->data, x->dtype, 0, N * C, isz, isz, zx, false, 0));
+	const int64_t es = dbl ? 8 : 4;
+	char *wf = taprt_scratch((M * Kc + C * isz + Kc * P + Mg * P) * es);
+	if (!wf) {
 		taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
 		return;
 	}
-	int32_t *col = xi + C * isz, *acc = col + Kc * P;
-	const int32_t z = qzero(zx, 0);
+	char *xf = wf + M * Kc * es, *col = xf + C * isz * es, *cf = col + Kc * P * es;
 	float xs = 0.0f, ys = 1.0f;
 	const float *ws = NULL;
 	int32_t zy = 0, lo = 0, hi = 0;
@@ -260,23 +305,29 @@ qconv(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 		zy = qzero(n->in[7], 0);
 		qrange(y->dtype, &lo, &hi);
 	}
+	qconvert(wf, dbl, w->data, w->dtype, 0, M, Kc, Kc, zw, false, 0);
 	for (int64_t b = 0; b < N; b++) {
-		for (int64_t i = 0; i < C * isz; i++)
-			xi[i] = q8(x->data, x->dtype, b * C * isz + i) - z;
+		qconvert(xf, dbl, x->data, x->dtype, b * C * isz, C, isz, isz, zx, false, 0);
 		for (int64_t gi = 0; gi < G; gi++) {
-			taprt_im2col_i32(xi + gi * Cg * isz, Cg, &g, col);
-			const int8_t *wg = (const int8_t *)w->data + gi * Mg * Kc;
-			int32_t *out = ql ? acc : (int32_t *)y->data + (b * M + gi * Mg) * P;
-			qgemm(Mg, P, Kc, wg, w->dtype, Kc, zw, gi * Mg, col, P, out, P);
-			if (!ql)
-				continue;
+			if (dbl)
+				taprt_im2col_f64((const double *)xf + gi * Cg * isz, Cg, &g, (double *)col);
+			else
+				taprt_im2col_f32((const float *)xf + gi * Cg * isz, Cg, &g, (float *)col);
+			qproduct(dbl, Mg, P, Kc, wf + gi * Mg * Kc * es, col, cf);
 			for (int64_t m = 0; m < Mg; m++) {
 				const int64_t oc = gi * Mg + m;
+				int32_t *yi = (int32_t *)y->data + (b * M + oc) * P;
+				if (!ql) {
+					for (int64_t p = 0; p < P; p++)
+						yi[p] = qsum(cf, dbl, m * P + p);
+					continue;
+				}
 				const float mult = xs * ws[n->in[4]->numel == 1 ? 0 : oc] / ys;
 				const uint32_t bv = bias ? (uint32_t)((const int32_t *)bias->data)[oc] : 0;
 				for (int64_t p = 0; p < P; p++)
 					qstore(y->data, y->dtype, (b * M + oc) * P + p,
-					    (int32_t)((uint32_t)acc[m * P + p] + bv), mult, zy, lo, hi);
+					    (int32_t)((uint32_t)qsum(cf, dbl, m * P + p) + bv), mult, zy,
+					    lo, hi);
 			}
 		}
 	}

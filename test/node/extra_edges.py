@@ -564,7 +564,7 @@ def quantized(out):
     """DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and QLinearConv in
     exact integer numpy (int64 sums, wrapped to 32 bits) and onnx's reference requantization:
     i8 and u8 operands, per-column and per-channel zero points and scales, broadcast batches,
-    rows past one column block (1100), sums that wrap, groups, strides, dilations and
+    1100 columns, sums past float's 24 bits and past int32 (wrapping), groups, strides, dilations and
     asymmetric pads in 1-, 2- and 3-D, and onnxruntime's quantize_dynamic pattern
     (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add)."""
     rng = np.random.default_rng(20261203)     # its own: the other cases' data stay as they were
@@ -627,6 +627,13 @@ def quantized(out):
           [helper.make_node("ConvInteger", ["x", "w"], ["y"], pads=[0, 1, 1, 1, 1, 1],
                             strides=[1, 2, 2])],
           [("x", x3), ("w", w3)], [("y", wrap32(y3))])
+    xd = rng.integers(200, 256, (1, 300, 3, 3)).astype(U8)      # sums past float's 2^24
+    wd = rng.integers(200, 256, (2, 300, 3, 3)).astype(U8)
+    write(out, "convinteger_sums_past_float",
+          [helper.make_node("ConvInteger", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+          [("x", xd), ("w", wd)],
+          [("y", wrap32(conv_int(xd.astype(np.int64), wd.astype(np.int64), [1, 1, 1, 1], [1, 1],
+                                 [1, 1], 1)))])
     qx = rng.integers(0, 256, (1, 3, 10, 10)).astype(U8)
     qw = rng.integers(-127, 128, (5, 3, 3, 3)).astype(I8)
     sx, sw, sy = np.array(0.03, F32), rng.uniform(0.002, 0.01, 5).astype(F32), np.array(0.25, F32)
