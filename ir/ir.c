@@ -418,6 +418,15 @@ ir_is_output(const Graph *g, TensorId t)
 }
 
 void
+ir_replace_uses(Graph *g, TensorId from, TensorId to)
+{
+	for (NodeId m = 0; m < g->nnodes; m++)
+		for (int i = 0; i < g->nodes[m].nin; i++)
+			if (g->nodes[m].in[i] == from)
+				g->nodes[m].in[i] = to;
+}
+
+void
 ir_reindex(Graph *g)
 {
 	free(g->nusers);

@@ -506,6 +506,9 @@ void ir_reindex(Graph *g);
 bool ir_has_phase(const Graph *g, int phase);
 /* Is t one of the graph's outputs? */
 bool ir_is_output(const Graph *g, TensorId t);
+/* Every node that reads `from` reads `to` instead (graph outputs stay;
+ * users[] is stale until the next ir_reindex). */
+void ir_replace_uses(Graph *g, TensorId from, TensorId to);
 /* Drop dead nodes and tensors nothing refers to; renumbers ids and reindexes. */
 void ir_compact(Graph *g);
 /* Put the nodes in a new order: order[i] is the id of the node to be at

@@ -72,10 +72,7 @@ inline_if(Graph *g, NodeId id)
 		TensorId o = nd->out[j], src = nd->in[1 + pick * k + j];
 		if (o == IR_NONE)
 			continue;
-		for (NodeId m = 0; m < g->nnodes; m++)
-			for (int i = 0; i < g->nodes[m].nin; i++)
-				if (g->nodes[m].in[i] == o)
-					g->nodes[m].in[i] = src;
+		ir_replace_uses(g, o, src);
 		for (int i = 0; i < g->noutputs; i++)
 			if (g->outputs[i] == o) {
 				g->outputs[i] = src;

@@ -107,12 +107,7 @@ fold_one(Graph *g, NodeId dq)
 	memcpy(dims, wt->dims, sizeof dims);
 	const char *name = fuse_fresh_name(g, wt->name, "|qdq");
 	TensorId nw = fuse_new_weight(g, name, rank, dims, w2);
-	for (int k = 0; k < g->nusers[y]; k++) {
-		Node *u = &g->nodes[g->users[y][k]];
-		for (int i = 0; i < u->nin; i++)
-			if (u->in[i] == y)
-				u->in[i] = nw;
-	}
+	ir_replace_uses(g, y, nw);
 	g->nodes[dq].dead = true;
 	if (g->nusers[qv] == 1 && !ir_is_output(g, qv))
 		g->nodes[qn].dead = true;
