@@ -35,6 +35,14 @@
  * is over BAND_BYTES, several, one after another, so that each band's
  * result is still in L2 for its way back to NCHW; one thread takes such
  * bands too (band_count).  TAPRT_NO_BANDS=1 keeps the whole primitive.
+ *
+ * The int8 products of k_quant.c come here too (taprt_qmatmul_dnnl): an
+ * a [M,K] (u8 or s8) @ b [K,N] (s8, a weight) into s32 on oneDNN's int8
+ * matmul, b reordered into its layout once and kept with its column sums.
+ * Only on oneDNN's VNNI and AMX kernels (its implementation name says):
+ * vpdpbusd and tdpbusd sum u8 x s8 products into 32 bits exactly; the
+ * kernels without them pass the products through 16-bit sums that saturate
+ * (u8 x s8) or halve the weights (s8 x s8), and the spec's sums are exact.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -747,7 +755,136 @@ taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float 
 	return 1;
 }
 
+/* ------------------------------------------------ int8 products (k_quant.c) */
+
+typedef struct QPrim {
+	const void *key;                /* the node */
+	int64_t M, N, K;
+	int adt;                        /* a's dtype: a key only matches all of them */
+	dnnl_primitive_t prim;
+	dnnl_memory_t a, c, wei;        /* a and c set per call; wei the reordered b */
+	int32_t *colsum;                /* b's column sums */
+	struct QPrim *next;
+} QPrim;
+
+static QPrim *qcache[256];
+
+/* The matmul for node n at this shape, b reordered (made on first use);
+ * NULL if oneDNN declines. */
+static QPrim *
+qprim_get(const taprt_node *n, int64_t M, int64_t N, int64_t K, int adt, const int8_t *b)
+{
+	pthread_mutex_lock(&cache_lock);
+	QPrim *p = qcache[hash(n)];
+	while (p && (p->key != n || p->M != M || p->N != N || p->K != K || p->adt != adt))
+		p = p->next;
+	pthread_mutex_unlock(&cache_lock);
+	if (p)
+		return p->prim ? p : NULL;
+	p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	*p = (QPrim){n, M, N, K, adt, NULL, NULL, NULL, NULL, NULL, NULL};
+	dnnl_memory_desc_t amd, bmd, umd, cmd;
+	dnnl_matmul_desc_t md;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_primitive_t rb = NULL;
+	dnnl_memory_t ub = NULL;
+	const dnnl_memory_desc_t *wmd;
+	dnnl_stream_t s = stream();
+	CK(dnnl_memory_desc_init_by_tag(&amd, 2, (dnnl_dims_t){M, K},
+	    adt == TAPRT_U8 ? dnnl_u8 : dnnl_s8, dnnl_ab));
+	CK(dnnl_memory_desc_init_by_tag(&bmd, 2, (dnnl_dims_t){K, N}, dnnl_s8, dnnl_format_tag_any));
+	CK(dnnl_memory_desc_init_by_tag(&umd, 2, (dnnl_dims_t){K, N}, dnnl_s8, dnnl_ab));
+	CK(dnnl_memory_desc_init_by_tag(&cmd, 2, (dnnl_dims_t){M, N}, dnnl_s32, dnnl_ab));
+	CK(dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd));
+	CK(dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL));
+	const char *impl = NULL;
+	/* only kernels that sum int8 products exactly in 32 bits (above) */
+	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
+	    !impl || (!strstr(impl, "vnni") && !strstr(impl, "amx")))
+		goto fail;
+	if (getenv("TAPRT_SHOW_QMATMUL"))
+		fprintf(stderr, "qmatmul %s\n", impl);
+	wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+	if (!s || !wmd)
+		goto fail;
+	CK(dnnl_primitive_create(&p->prim, pd));
+	CK(dnnl_memory_create(&p->a, &amd, engine, DNNL_MEMORY_NONE));
+	CK(dnnl_memory_create(&p->c, &cmd, engine, DNNL_MEMORY_NONE));
+	CK(dnnl_memory_create(&p->wei, wmd, engine, DNNL_MEMORY_ALLOCATE));
+	CK(dnnl_memory_create(&ub, &umd, engine, (void *)b));
+	CK(reorder(&umd, wmd, false, &rb));
+	if (rb) {
+		dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ub}, {DNNL_ARG_TO, p->wei}};
+		CK(dnnl_primitive_execute(rb, s, 2, ra));
+		CK(dnnl_stream_wait(s));
+	} else {
+		void *h;
+		CK(dnnl_memory_get_data_handle(p->wei, &h));
+		memcpy(h, b, (size_t)(K * N));
+	}
+	if (!(p->colsum = calloc((size_t)N, sizeof *p->colsum)))
+		goto fail;
+	for (int64_t k = 0; k < K; k++)
+		for (int64_t j = 0; j < N; j++)
+			p->colsum[j] += b[k * N + j];
+	goto done;
+fail:
+	if (p->prim)
+		dnnl_primitive_destroy(p->prim);
+	if (p->a)
+		dnnl_memory_destroy(p->a);
+	if (p->c)
+		dnnl_memory_destroy(p->c);
+	if (p->wei)
+		dnnl_memory_destroy(p->wei);
+	free(p->colsum);
+	*p = (QPrim){n, M, N, K, adt, NULL, NULL, NULL, NULL, NULL, NULL}; /* declined: kept so */
+done:
+	if (rb)
+		dnnl_primitive_destroy(rb);
+	if (ub)
+		dnnl_memory_destroy(ub);
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	pthread_mutex_lock(&cache_lock);
+	p->next = qcache[hash(n)];
+	qcache[hash(n)] = p;
+	pthread_mutex_unlock(&cache_lock);
+	return p->prim ? p : NULL;
+}
+
+int
+taprt_qmatmul_dnnl(taprt_ctx *cx, const taprt_node *n, int64_t M, int64_t N, int64_t K,
+    const void *a, int adt, const int8_t *b, int32_t *c, const int32_t **colsum)
+{
+	pthread_once(&engine_once, engine_init);
+	if (!engine || getenv("TAPRT_NO_DNNL") || M < 1 || N < 1 || K < 1)
+		return 0;
+	QPrim *p = qprim_get(n, M, N, K, adt, b);
+	if (!p)
+		return 0;
+	dnnl_stream_t s = stream();
+	dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, p->wei},
+		{DNNL_ARG_DST, p->c}};
+	if (dnnl_memory_set_data_handle(p->a, (void *)a) || dnnl_memory_set_data_handle(p->c, c) ||
+	    dnnl_primitive_execute(p->prim, s, 3, args) || dnnl_stream_wait(s))
+		return taprt_fail(cx, "node '%s': oneDNN's int8 matmul failed", n->name);
+	*colsum = p->colsum;
+	return 1;
+}
+
 #else
+
+int
+taprt_qmatmul_dnnl(taprt_ctx *cx, const taprt_node *n, int64_t M, int64_t N, int64_t K,
+    const void *a, int adt, const int8_t *b, int32_t *c, const int32_t **colsum)
+{
+	(void)cx, (void)n, (void)M, (void)N, (void)K, (void)a, (void)adt, (void)b, (void)c;
+	(void)colsum;
+	return 0;
+}
 
 int
 taprt_conv_dnnl(taprt_ctx *cx, const taprt_node *n, const float *x, const float *w,

@@ -411,6 +411,15 @@ void taprt_im2col_f64(const double *x, int64_t C, const taprt_geom *g, double *c
 void taprt_batch_strides(const taprt_tensor *t, int nb, int64_t mat, int64_t *st);
 
 /*
+ * c[M,N] = a[M,K] @ b[K,N] in s32 on oneDNN's int8 matmul (conv_dnnl.c):
+ * a u8 or s8 (adt), b s8 and a weight of node n (reordered on its first
+ * run and kept, with its column sums, which *colsum then points at), all
+ * row-major, no zero points.  Returns 1 when done, 0 when declined (no
+ * oneDNN, or no kernel that sums exactly: VNNI or AMX), -1 after taprt_fail.
+ */
+int taprt_qmatmul_dnnl(taprt_ctx *cx, const taprt_node *n, int64_t M, int64_t N, int64_t K,
+    const void *a, int adt, const int8_t *b, int32_t *c, const int32_t **colsum);
+/*
  * The runtime's convolution library (conv_dnnl.c): a 2-D f32 Conv,
  * y = act(conv(x, w) + b + z), on oneDNN when the build has it and its
  * kernels suit the shape.  Returns 1 when done, 0 when declined (the

@@ -136,6 +136,34 @@ qstore(void *y, int dt, int64_t i, int32_t acc, float mult, int32_t zp, int32_t 
 
 /* ----------------------------------------------------------- DynamicQuantizeLinear */
 
+/* Elements a chunk of the team's loops. */
+#define DQL_CHUNK 16384
+
+/* The range of x[0, n) widened to lo, hi (NaNs skipped), and x quantized
+ * with its scale and zero point: the two passes, vectorized per CPU. */
+static TAPRT_CLONES void
+dql_range(const float *x, int64_t n, float *lo, float *hi)
+{
+	float l = *lo, h = *hi;
+	for (int64_t i = 0; i < n; i++) {
+		l = x[i] < l ? x[i] : l;
+		h = x[i] > h ? x[i] : h;
+	}
+	*lo = l;
+	*hi = h;
+}
+
+static TAPRT_CLONES void
+dql_quant(const float *x, int64_t n, float scale, float zp, uint8_t *y)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float v = rintf(x[i] / scale) + zp;
+		v = v < 0.0f ? 0.0f : v;
+		v = v > 255.0f ? 255.0f : v;
+		y[i] = v == v ? (uint8_t)v : (uint8_t)zp;
+	}
+}
+
 void
 taprt_op_DynamicQuantizeLinear(taprt_ctx *cx, const taprt_node *n)
 {
@@ -147,21 +175,22 @@ taprt_op_DynamicQuantizeLinear(taprt_ctx *cx, const taprt_node *n)
 	}
 	const float *x = X->data;
 	const int64_t len = X->numel;
+	const int64_t chunks = (len + DQL_CHUNK - 1) / DQL_CHUNK;
 	float lo = 0.0f, hi = 0.0f;
 	#pragma omp parallel for if (TAPRT_PAR(len)) reduction(min : lo) reduction(max : hi)
-	for (int64_t i = 0; i < len; i++) {
-		lo = x[i] < lo ? x[i] : lo;
-		hi = x[i] > hi ? x[i] : hi;
+	for (int64_t c = 0; c < chunks; c++) {
+		const int64_t i = c * DQL_CHUNK;
+		dql_range(x + i, len - i < DQL_CHUNK ? len - i : DQL_CHUNK, &lo, &hi);
 	}
 	const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
 	float zf = 0.0f - lo / scale;
 	zf = zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf;
 	const float zp = rintf(zf);
-	uint8_t *y = Y->data;
 	#pragma omp parallel for if (TAPRT_PAR(len)) schedule(static)
-	for (int64_t i = 0; i < len; i++) {
-		float v = rintf(x[i] / scale) + zp;
-		y[i] = v != v ? (uint8_t)zp : v < 0.0f ? 0 : v > 255.0f ? 255 : (uint8_t)v;
+	for (int64_t c = 0; c < chunks; c++) {
+		const int64_t i = c * DQL_CHUNK;
+		dql_quant(x + i, len - i < DQL_CHUNK ? len - i : DQL_CHUNK, scale, zp,
+		    (uint8_t *)Y->data + i);
 	}
 	if (S)
 		*(float *)S->data = scale;
@@ -170,6 +199,32 @@ taprt_op_DynamicQuantizeLinear(taprt_ctx *cx, const taprt_node *n)
 }
 
 /* ------------------------------------------------ MatMulInteger, QLinearMatMul */
+
+/* c[M,N] = sum (a - za)(b - zb) from c = sum a b (oneDNN's) in place: less
+ * za times b's column sums and zb's times a's row sums, plus K za zb -- in
+ * 32 bits, wrapping as the sums themselves do. */
+static void
+qfold(int32_t *c, int64_t M, int64_t N, int64_t K, const taprt_tensor *a,
+    const taprt_tensor *za, const taprt_tensor *zb, const int32_t *colsum)
+{
+	const uint32_t z = (uint32_t)qzero(za, 0);
+	bool zbany = false;
+	for (int64_t j = 0; j < N && zb; j++)
+		zbany |= qzero(zb, j) != 0;
+	if (!z && !zbany)
+		return;
+	#pragma omp parallel for if (TAPRT_PAR(M * (K + N))) schedule(static)
+	for (int64_t m = 0; m < M; m++) {
+		uint32_t rs = 0;
+		for (int64_t k = 0; k < K && zbany; k++)
+			rs += (uint32_t)q8(a->data, a->dtype, m * K + k);
+		uint32_t *cr = (uint32_t *)(c + m * N);
+		for (int64_t j = 0; j < N; j++) {
+			const uint32_t zj = (uint32_t)qzero(zb, j);
+			cr[j] += (uint32_t)K * z * zj - z * (uint32_t)colsum[j] - zj * rs;
+		}
+	}
+}
 
 /* a [..., M, K] @ b [..., K, N] (numpy's matmul; a 1-D a is [1, K], a 1-D b
  * [K, 1]), a per tensor, b per tensor or per column; QLinearMatMul's
@@ -195,6 +250,38 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 	int64_t batch = 1;
 	for (int d = 0; d < nb; d++)
 		batch *= y->dims[d];
+	float as = 0.0f, ys = 1.0f;
+	const float *bs = NULL;
+	int32_t zy = 0, lo = 0, hi = 0;
+	if (ql) {
+		as = *(const float *)n->in[1]->data;
+		bs = n->in[4]->data;
+		ys = *(const float *)n->in[6]->data;
+		zy = qzero(n->in[7], 0);
+		qrange(y->dtype, &lo, &hi);
+	}
+	const int64_t nbs = ql ? n->in[4]->numel : 0;
+	/* an s8 weight b against every row of a: oneDNN's int8 matmul (VNNI),
+	 * the zero points folded in after */
+	if (rb == 2 && b->dtype == TAPRT_I8 && (n->fixed & (1u << (ql ? 3 : 1))) && K > 0) {
+		const int64_t Mt = a->numel / K;
+		int32_t *c = ql ? taprt_scratch(Mt * N * (int64_t)sizeof(int32_t)) : y->data;
+		const int32_t *colsum = NULL;
+		if (!c) {
+			taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
+			return;
+		}
+		int rc = taprt_qmatmul_dnnl(cx, n, Mt, N, K, a->data, a->dtype, b->data, c, &colsum);
+		if (rc < 0)
+			return;
+		if (rc > 0) {
+			qfold(c, Mt, N, K, a, za, zb, colsum);
+			for (int64_t e = 0; ql && e < Mt * N; e++)
+				qstore(y->data, y->dtype, e, c[e], as * bs[nbs == 1 ? 0 : e % N] / ys, zy,
+				    lo, hi);
+			return;
+		}
+	}
 	int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK];
 	taprt_batch_strides(a, nb, M * K, sa);
 	taprt_batch_strides(b, nb, K * N, sb);
@@ -208,16 +295,6 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 		return;
 	}
 	char *bf = af + M * K * es, *cf = bf + K * N * es;
-	float as = 0.0f, ys = 1.0f;
-	const float *bs = NULL;
-	int32_t zy = 0, lo = 0, hi = 0;
-	if (ql) {
-		as = *(const float *)n->in[1]->data;
-		bs = n->in[4]->data;
-		ys = *(const float *)n->in[6]->data;
-		zy = qzero(n->in[7], 0);
-		qrange(y->dtype, &lo, &hi);
-	}
 	if (K == 0)
 		memset(cf, 0, M * N * es);
 	for (int64_t i = 0, pa = -1, pb = -1; i < batch; i++) {
@@ -235,7 +312,6 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 		pb = ob;
 		if (K > 0)
 			qproduct(dbl, M, N, K, af, bf, cf);
-		const int64_t nbs = ql ? n->in[4]->numel : 0;
 		for (int64_t m = 0; m < M; m++)
 			for (int64_t j = 0; j < N; j++) {
 				const int64_t e = m * N + j, o = i * M * N + e;

@@ -565,7 +565,8 @@ def quantized(out):
     exact integer numpy (int64 sums, wrapped to 32 bits) and onnx's reference requantization:
     i8 and u8 operands, per-column and per-channel zero points and scales, broadcast batches,
     1100 columns, sums past float's 24 bits and past int32 (wrapping), groups, strides, dilations and
-    asymmetric pads in 1-, 2- and 3-D, and onnxruntime's quantize_dynamic pattern
+    asymmetric pads in 1-, 2- and 3-D, s8 weights (oneDNN's int8 matmul) with u8 and s8
+    activations, and onnxruntime's quantize_dynamic pattern
     (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add)."""
     rng = np.random.default_rng(20261203)     # its own: the other cases' data stay as they were
     U8, I8, I32 = np.uint8, np.int8, np.int32
@@ -647,6 +648,26 @@ def quantized(out):
           [("x", qx), ("sx", sx), ("zx", np.array(128, U8)), ("w", qw), ("sw", sw),
            ("zw", zqw), ("sy", sy), ("zy", np.array(60, U8)), ("B", bias)],
           [("y", requant(acc, (sx * sw / sy).reshape(1, 5, 1, 1), 60, U8))])
+
+    # an s8 weight: oneDNN's int8 matmul where it sums exactly (VNNI), the zero points folded
+    # in after from the row and column sums
+    for name, adt in (("u8", U8), ("s8", I8)):
+        info = np.iinfo(adt)
+        wa = rng.integers(info.min, info.max + 1, (2, 5, 70)).astype(adt)
+        wb = rng.integers(-128, 128, (70, 33)).astype(I8)
+        wza, wzb = np.array(info.max // 3, adt), rng.integers(-9, 10, 33).astype(I8)
+        acc = (wa.astype(np.int64) - wza.astype(np.int64)) @ (wb.astype(np.int64) - wzb)
+        write(out, "matmulinteger_weight_%s_percolumn" % name,
+              [helper.make_node("MatMulInteger", ["a", "b", "za", "zb"], ["y"])],
+              [("a", wa), ("za", wza)], [("y", wrap32(acc))], inits=[("b", wb), ("zb", wzb)])
+        ws_ = rng.uniform(0.001, 0.004, 33).astype(F32)
+        write(out, "qlinearmatmul_weight_%s" % name,
+              [helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"],
+                                ["y"])],
+              [("a", wa), ("za", wza)],
+              [("y", requant(acc, np.array(0.05, F32) * ws_ / np.array(0.02, F32), 3, U8))],
+              inits=[("sa", np.array(0.05, F32)), ("b", wb), ("sb", ws_), ("zb", wzb),
+                     ("sy", np.array(0.02, F32)), ("zy", np.array(3, U8))])
 
     def dql(v):
         hi, lo = F32(max(0, v.max())), F32(min(0, v.min()))
