@@ -23,6 +23,13 @@ mode, float32), like the test/e2e fixtures:
     segnet   a segmentation net at 224x224, batch 1: a strided Conv encoder
              (BN + ReLU), a ConvTranspose (stride 2) and a bilinear Resize
              back up, a skip Concat, a 1x1 head; opset 13
+    qffn     two feed-forward blocks of BERT-base width (768 -> 3072 -> 768,
+             ReLU) at T 128, batch 4, as onnxruntime's quantize_dynamic
+             writes them: each Linear a DynamicQuantizeLinear of its input,
+             MatMulInteger against the int8 weight (symmetric: zero point
+             0), Cast, Mul by the two scales, Add of the bias; built with
+             onnx's helper, its reference in numpy float32 step by step
+             (torch does not export dynamic quantization); opset 13
 
 Dim 0 of every input and output is symbolic ('batch'), so tapc -batch=N
 recompiles them.  Seeded: a re-run writes the same models.  Run with Debian's
@@ -185,7 +192,71 @@ MODELS = {
 }
 
 
+def qffn(outdir, seed=2006, batch=4, seq=128, d=768, ff=3072):
+    """The quantize_dynamic feed-forward model (qffn above) and its numpy reference."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    nodes, inits = [], []
+
+    def dql(v):                                 # onnx's reference, in float32
+        hi, lo = f32(max(0, v.max())), f32(min(0, v.min()))
+        s = f32(1.0 if hi == lo else hi - lo) / f32(255)
+        z = np.round(np.clip(f32(0) - lo / s, 0, 255)).astype(f32)
+        return np.clip(np.round(v / s) + z, 0, 255).astype(np.uint8), s, z.astype(np.uint8)
+
+    def linear(x, v, i, n_in, n_out):
+        w = rng.standard_normal((n_in, n_out)).astype(f32) / f32(np.sqrt(n_in))
+        ws = f32(np.abs(w).max() / 127)
+        wq = np.clip(np.round(w / ws), -127, 127).astype(np.int8)
+        b = (rng.standard_normal(n_out) * 0.1).astype(f32)
+        p = 'l%d_' % i
+        inits.extend([numpy_helper.from_array(wq, p + 'wq'),
+                      numpy_helper.from_array(np.array(0, np.int8), p + 'wz'),
+                      numpy_helper.from_array(np.array(ws, f32), p + 'ws'),
+                      numpy_helper.from_array(b, p + 'b')])
+        nodes.extend([
+            helper.make_node('DynamicQuantizeLinear', [x], [p + 'q', p + 's', p + 'z']),
+            helper.make_node('MatMulInteger', [p + 'q', p + 'wq', p + 'z', p + 'wz'], [p + 'acc']),
+            helper.make_node('Cast', [p + 'acc'], [p + 'accf'], to=TensorProto.FLOAT),
+            helper.make_node('Mul', [p + 's', p + 'ws'], [p + 'sw']),
+            helper.make_node('Mul', [p + 'accf', p + 'sw'], [p + 'mm']),
+            helper.make_node('Add', [p + 'mm', p + 'b'], [p + 'y'])])
+        q, s, z = dql(v)
+        acc = (q.astype(np.int64) - z.astype(np.int64)) @ wq.astype(np.int64)
+        return p + 'y', acc.astype(np.int32).astype(f32) * (s * ws) + b
+
+    x = rng.standard_normal((batch, seq, d)).astype(f32)
+    name, v = 'x', x
+    for blk in range(2):
+        h, hv = linear(name, v, 2 * blk, d, ff)
+        nodes.append(helper.make_node('Relu', [h], ['r%d' % blk]))
+        name, v = linear('r%d' % blk, np.maximum(hv, f32(0)), 2 * blk + 1, ff, d)
+        nodes.append(helper.make_node('Add', [name, 'x' if blk == 0 else 'o0'], ['o%d' % blk]))
+        name, v = 'o%d' % blk, v + (x if blk == 0 else prev)
+        prev = v
+    nodes.append(helper.make_node('Identity', [name], ['y']))
+    g = helper.make_graph(nodes, 'qffn',
+                          [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['batch', seq, d])],
+                          [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['batch', seq, d])],
+                          initializer=inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)],
+                              producer_name='tapc-bench-qffn')
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    mdir = os.path.join(outdir, 'qffn')
+    ddir = os.path.join(mdir, 'test_data_set_0')
+    os.makedirs(ddir, exist_ok=True)
+    onnx.save(model, os.path.join(mdir, 'model.onnx'))
+    gf.write_pb(os.path.join(ddir, 'input_0.pb'), x, 'x')
+    gf.write_pb(os.path.join(ddir, 'output_0.pb'), v, 'y')
+
+
 def export(outdir, name):
+    if name == 'qffn':
+        return qffn(outdir)
     seed, ctor, make_inputs, out_names, opset, training, batch = MODELS[name]
     torch.manual_seed(seed)
     model = ctor()
@@ -211,10 +282,11 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     torch.set_num_threads(1)
-    names = sys.argv[2:] or list(MODELS)
+    known = list(MODELS) + ['qffn']
+    names = sys.argv[2:] or known
     for n in names:
-        if n not in MODELS:
-            sys.exit('gen_models.py: unknown model %s (known: %s)' % (n, ' '.join(MODELS)))
+        if n not in known:
+            sys.exit('gen_models.py: unknown model %s (known: %s)' % (n, ' '.join(known)))
         export(sys.argv[1], n)
 
 

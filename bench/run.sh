@@ -3,7 +3,8 @@
 # onnxruntime: every end-to-end fixture (test/e2e) at batch 1 and 4, and the
 # realistic-size models bench/gen_models.py writes (GPT-2-small and
 # BERT-base width at T 128 batch 4, ResNet-18, a MobileNetV3-style CNN and a
-# segmentation net at 224x224 batch 1).
+# segmentation net at 224x224 batch 1, BERT-width feed-forward blocks as
+# onnxruntime's quantize_dynamic writes them at batch 4).
 #
 # Usage: bench/run.sh [--update-readme] [BUILD_DIR]
 #
@@ -35,7 +36,8 @@
 #   BENCH_MODELS   fixtures to run (default: every test/e2e fixture)
 #   BENCH_BATCHES  fixture batches (default "1 4"; only 1 and 4 have data sets)
 #   BENCH_BIG      generated models to run (default "gpt2s bertb resnet18 mnv3
-#                  segnet"; "" for none); each at its own batch (4, 4, 1, 1, 1)
+#                  segnet qffn"; "" for none); each at its own batch (4, 4, 1, 1,
+#                  1, 4)
 #   BENCH_GEN      where bench/gen_models.py writes them (default
 #                  $BENCH_WORK/models; an existing model there is reused)
 #   BENCH_THREADS  threads per side (default 1: --threads N and onnxruntime's
@@ -77,7 +79,7 @@ build=$(cd "${build:-$root}" && pwd)
 all_fixtures=$(cd "$root/test/e2e" && for d in */; do [ -f "$d/model.onnx" ] && echo "${d%/}"; done)
 models=${BENCH_MODELS-$all_fixtures}
 batches=${BENCH_BATCHES:-1 4}
-big=${BENCH_BIG-gpt2s bertb resnet18 mnv3 segnet}
+big=${BENCH_BIG-gpt2s bertb resnet18 mnv3 segnet qffn}
 threads=${BENCH_THREADS:-1}
 repeats=${BENCH_REPEATS:-5}
 min_ms=${BENCH_MIN_MS:-1000}
@@ -225,7 +227,7 @@ if [ -n "$big" ]; then
 	done
 	checkflags="--atol 1e-4"
 	for m in $big; do
-		case $m in gpt2s | bertb) b=4 ;; *) b=1 ;; esac
+		case $m in gpt2s | bertb | qffn) b=4 ;; *) b=1 ;; esac
 		bench "$m" "$b" "$gen/$m/model.onnx" "$gen/$m/test_data_set_0"
 	done
 fi

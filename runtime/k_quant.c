@@ -32,6 +32,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/internal.h"
@@ -144,13 +145,30 @@ qstore(void *y, int dt, int64_t i, int32_t acc, float mult, int32_t zp, int32_t 
 static TAPRT_CLONES void
 dql_range(const float *x, int64_t n, float *lo, float *hi)
 {
-	float l = *lo, h = *hi;
-	for (int64_t i = 0; i < n; i++) {
-		l = x[i] < l ? x[i] : l;
-		h = x[i] > h ? x[i] : h;
+	/* 16 lanes apart, so that the compare-and-selects vectorize (a
+	 * reduction of one float would keep its order) */
+	typedef float v16 __attribute__((vector_size(64), aligned(4)));
+	typedef int v16i __attribute__((vector_size(64)));
+	v16 l = {0}, h = {0};
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		v16 v;
+		memcpy(&v, x + i, sizeof v);
+		v16i ml = v < l, mh = v > h;
+		l = (v16)(((v16i)v & ml) | ((v16i)l & ~ml));
+		h = (v16)(((v16i)v & mh) | ((v16i)h & ~mh));
 	}
-	*lo = l;
-	*hi = h;
+	float lo1 = *lo, hi1 = *hi;
+	for (int k = 0; k < 16; k++) {
+		lo1 = l[k] < lo1 ? l[k] : lo1;
+		hi1 = h[k] > hi1 ? h[k] : hi1;
+	}
+	for (; i < n; i++) {
+		lo1 = x[i] < lo1 ? x[i] : lo1;
+		hi1 = x[i] > hi1 ? x[i] : hi1;
+	}
+	*lo = lo1;
+	*hi = hi1;
 }
 
 static TAPRT_CLONES void
@@ -203,7 +221,7 @@ taprt_op_DynamicQuantizeLinear(taprt_ctx *cx, const taprt_node *n)
 /* c[M,N] = sum (a - za)(b - zb) from c = sum a b (oneDNN's) in place: less
  * za times b's column sums and zb's times a's row sums, plus K za zb -- in
  * 32 bits, wrapping as the sums themselves do. */
-static void
+static int
 qfold(int32_t *c, int64_t M, int64_t N, int64_t K, const taprt_tensor *a,
     const taprt_tensor *za, const taprt_tensor *zb, const int32_t *colsum)
 {
@@ -212,18 +230,30 @@ qfold(int32_t *c, int64_t M, int64_t N, int64_t K, const taprt_tensor *a,
 	for (int64_t j = 0; j < N && zb; j++)
 		zbany |= qzero(zb, j) != 0;
 	if (!z && !zbany)
-		return;
+		return 0;
+	/* per column: K za zb - za colsum, and zb */
+	uint32_t *t = malloc((size_t)N * 2 * sizeof *t), *zj = t + N;
+	if (!t)
+		return -1;
+	for (int64_t j = 0; j < N; j++) {
+		zj[j] = (uint32_t)qzero(zb, j);
+		t[j] = (uint32_t)K * z * zj[j] - z * (uint32_t)colsum[j];
+	}
 	#pragma omp parallel for if (TAPRT_PAR(M * (K + N))) schedule(static)
 	for (int64_t m = 0; m < M; m++) {
 		uint32_t rs = 0;
 		for (int64_t k = 0; k < K && zbany; k++)
 			rs += (uint32_t)q8(a->data, a->dtype, m * K + k);
-		uint32_t *cr = (uint32_t *)(c + m * N);
-		for (int64_t j = 0; j < N; j++) {
-			const uint32_t zj = (uint32_t)qzero(zb, j);
-			cr[j] += (uint32_t)K * z * zj - z * (uint32_t)colsum[j] - zj * rs;
-		}
+		uint32_t *restrict cr = (uint32_t *)(c + m * N);
+		if (zbany)
+			for (int64_t j = 0; j < N; j++)
+				cr[j] += t[j] - zj[j] * rs;
+		else
+			for (int64_t j = 0; j < N; j++)
+				cr[j] += t[j];
 	}
+	free(t);
+	return 0;
 }
 
 /* a [..., M, K] @ b [..., K, N] (numpy's matmul; a 1-D a is [1, K], a 1-D b
@@ -275,7 +305,10 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 		if (rc < 0)
 			return;
 		if (rc > 0) {
-			qfold(c, Mt, N, K, a, za, zb, colsum);
+			if (qfold(c, Mt, N, K, a, za, zb, colsum)) {
+				taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
+				return;
+			}
 			for (int64_t e = 0; ql && e < Mt * N; e++)
 				qstore(y->data, y->dtype, e, c[e], as * bs[nbs == 1 ? 0 : e % N] / ys, zy,
 				    lo, hi);
