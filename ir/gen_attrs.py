@@ -56,6 +56,7 @@ OWN = {
                   ("auto_pad", "STRING", 0), ("dilations", "INTS", 0), ("group", "INT", 0),
                   ("kernel_shape", "INTS", 0), ("pads", "INTS", 0), ("strides", "INTS", 0)],
     "FusedMatMul": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0)],
+    "FusedMatMulInteger": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0)],
     "FusedLayerNorm": [("axis", "INT", 0), ("epsilon", "FLOAT", 0)],
     "FusedSoftmax": [("axis", "INT", 0), ("divide", "INT", 0), ("fill", "FLOAT", 0),
                      ("scale", "FLOAT", 0)],

@@ -329,6 +329,7 @@ static const struct {
 	[OP_Pad] = {1, 4, 1, 1},
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
+	[OP_FusedMatMulInteger] = {5, 7, 1, 1},
 	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
 	[OP_FusedSqueezeExcite] = {3, 5, 1, 1}, [OP_FusedConvDw] = {3, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
@@ -2328,6 +2329,26 @@ infer_qlinear(Graph *g, NodeId n)
 	return set_out(g, n, 0, in(g, n, 7)->dtype, &s);
 }
 
+/* FusedMatMulInteger (fuse-matmul): MatMulInteger's inputs 0-3, then the
+ * f32 scale its sums are multiplied by (one value); f32 out. */
+static bool
+infer_fused_qmatmul(Graph *g, NodeId n)
+{
+	Shape s;
+	if (!want_q8(g, n, 0) || !want_q8(g, n, 1) || !matmul_shape(g, n, 0, 1, &s))
+		return false;
+	Tensor *w = in(g, n, 1), *sc = in(g, n, 4);
+	int64_t per = w->rank >= 2 ? w->dims[w->rank - 1] : 1;
+	if (!want_qparam(g, n, 2, 0, 1, "a_zero_point") ||
+	    !want_qparam(g, n, 3, 1, per, "b_zero_point"))
+		return false;
+	if (!sc || sc->dtype != DT_F32 || ir_numel(sc) != 1) {
+		diag_node(g, n, "input 4 (the scale) is %s, expected one f32 value", sc ? ts(sc) : "absent");
+		return false;
+	}
+	return set_out(g, n, 0, DT_F32, &s);
+}
+
 /*
  * RNN, GRU and LSTM (opsets 1 to 14): X [T,B,I] (layout 1: [B,T,I]),
  * W [D,G*H,I], R [D,G*H,H], B [D,2*G*H], sequence_lens [B] (i32),
@@ -2781,6 +2802,9 @@ ir_infer_node(Graph *g, NodeId n)
 		return infer_conv(g, n) && fused_extra(g, n, -1, 3) && fused_act(g, n, "activation");
 	case OP_FusedMatMul:
 		return infer_matmul(g, n) && fused_extra(g, n, 2, 3) && fused_act(g, n, "activation");
+	case OP_FusedMatMulInteger:
+		return infer_fused_qmatmul(g, n) && fused_extra(g, n, 5, 6) &&
+		    fused_act(g, n, "activation");
 	case OP_FusedLayerNorm: return infer_norm(g, n);
 	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
 	case OP_FusedSqueezeExcite:

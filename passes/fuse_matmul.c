@@ -1,6 +1,9 @@
 /*
  * fuse_matmul.c - give a MatMul its epilogue: bias, GELU or another
- * activation, and the residual Add become one FusedMatMul.
+ * activation, and the residual Add become one FusedMatMul.  The same for
+ * onnxruntime's quantize_dynamic Linear, MatMulInteger -> Cast to f32 ->
+ * Mul by one f32 value (the two scales' product): FusedMatMulInteger, its
+ * sums converted and scaled, then the same epilogue.
  *
  * Needs: shaped graph; passes/fuse.h says where fusion may happen.  From an
  * f32 MatMul, while the output has one reader in the same place:
@@ -16,13 +19,17 @@
  * row after the product (runtime/k_nn.c); the GELU with the same f32
  * operations as the nodes it replaces.  Guarantees: the same function; one
  * pass over the output instead of one per absorbed node (seven for
- * bias + GELU).
+ * bias + GELU; four for the quantized Linear's Cast, Mul, bias and
+ * activation), bit for bit: the kernels' f32 operations are the nodes'.
  */
 #include "passes/fuse.h"
 
-/* What a MatMul/FusedMatMul node has absorbed so far. */
+/* What a MatMul/FusedMatMul (FusedMatMulInteger) node has absorbed so far:
+ * the product's `base` inputs (A, B; A, B, the zero points and the scale),
+ * then the bias and Z. */
 typedef struct {
-	TensorId in[4];                 /* A, B, bias, Z */
+	TensorId in[7];
+	int base;
 	const char *act;                /* NULL: none yet */
 	float p[2];
 	int np;
@@ -32,11 +39,10 @@ static void
 epi_of(Graph *g, NodeId n, Epi *e)
 {
 	Node *nd = &g->nodes[n];
-	bool f = nd->op == OP_FusedMatMul;
-	e->in[0] = nd->in[0];
-	e->in[1] = nd->in[1];
-	e->in[2] = f && nd->nin > 2 ? nd->in[2] : IR_NONE;
-	e->in[3] = f && nd->nin > 3 ? nd->in[3] : IR_NONE;
+	bool f = nd->op == OP_FusedMatMul || nd->op == OP_FusedMatMulInteger;
+	e->base = nd->op == OP_FusedMatMulInteger ? 5 : 2;
+	for (int i = 0; i < 7; i++)
+		e->in[i] = i < nd->nin && (i < e->base || f) ? nd->in[i] : IR_NONE;
 	const char *a = f ? ir_attr_str(g, n, "activation", "") : "";
 	e->act = *a ? a : NULL;
 	const Attr *p = f ? ir_attr(g, n, "activation_params") : NULL;
@@ -126,17 +132,18 @@ absorb(Graph *g, NodeId mm)
 		return false;
 	Epi e;
 	epi_of(g, mm, &e);
+	const int ib = e.base, iz = e.base + 1;
 	NodeId to = IR_NONE, chain[4] = {IR_NONE, IR_NONE, IR_NONE, IR_NONE};
 	NodeId u = fuse_sole_user(g, y);
 	if (u != IR_NONE && fuse_same_place(g, mm, u) && g->nodes[u].op == OP_Add && !e.act) {
 		Node *a = &g->nodes[u];
 		TensorId o = a->in[0] == y ? a->in[1] : a->in[0];
-		if (o != y && e.in[2] == IR_NONE && e.in[3] == IR_NONE &&
+		if (o != y && e.in[ib] == IR_NONE && e.in[iz] == IR_NONE &&
 		    is_bias(g, o, yt->dims[yt->rank - 1])) {
-			e.in[2] = o;
+			e.in[ib] = o;
 			to = u;
-		} else if (o != y && e.in[3] == IR_NONE && fuse_same_type(&g->tensors[o], yt)) {
-			e.in[3] = o;
+		} else if (o != y && e.in[iz] == IR_NONE && fuse_same_type(&g->tensors[o], yt)) {
+			e.in[iz] = o;
 			to = u;
 		}
 	} else if (u != IR_NONE && fuse_same_place(g, mm, u) && !e.act &&
@@ -148,7 +155,7 @@ absorb(Graph *g, NodeId mm)
 	}
 	if (to == IR_NONE)
 		return false;
-	fuse_become(g, to, OP_FusedMatMul, m->name);
+	fuse_become(g, to, e.base == 5 ? OP_FusedMatMulInteger : OP_FusedMatMul, m->name);
 	if (e.act) {
 		ir_set_attr(g, to, "activation", ATTR_STRING)->s = ir_strdup(&g->arena, e.act);
 		if (e.np) {
@@ -158,7 +165,7 @@ absorb(Graph *g, NodeId mm)
 			memcpy(a->fs, e.p, sizeof *e.p * e.np);
 		}
 	}
-	int nin = e.in[3] != IR_NONE ? 4 : e.in[2] != IR_NONE ? 3 : 2;
+	int nin = e.in[iz] != IR_NONE ? iz + 1 : e.in[ib] != IR_NONE ? ib + 1 : e.base;
 	fuse_set_inputs(g, to, nin, e.in);
 	g->nodes[mm].dead = true;
 	for (int i = 0; i < 4; i++)
@@ -167,9 +174,45 @@ absorb(Graph *g, NodeId mm)
 	return true;
 }
 
+/* MatMulInteger q -> Cast to f32 -> Mul by one f32 value s: the Mul
+ * becomes FusedMatMulInteger(A, B, zero points, s); its epilogue follows
+ * as a MatMul's. */
+static bool
+qstart(Graph *g, NodeId mm)
+{
+	Node *m = &g->nodes[mm];
+	NodeId c = fuse_sole_user(g, m->out[0]);
+	if (c == IR_NONE || !fuse_same_place(g, mm, c) || g->nodes[c].op != OP_Cast ||
+	    g->tensors[g->nodes[c].out[0]].dtype != DT_F32)
+		return false;
+	TensorId cf = g->nodes[c].out[0];
+	NodeId u = fuse_sole_user(g, cf);
+	if (u == IR_NONE || !fuse_same_place(g, mm, u) || g->nodes[u].op != OP_Mul)
+		return false;
+	Node *mu = &g->nodes[u];
+	TensorId s = mu->in[0] == cf ? mu->in[1] : mu->in[0];
+	if (s == cf || g->tensors[s].dtype != DT_F32 || ir_numel(&g->tensors[s]) != 1 ||
+	    !fuse_same_type(&g->tensors[mu->out[0]], &g->tensors[cf]))
+		return false;
+	TensorId in[5] = {m->in[0], m->in[1], m->nin > 2 ? m->in[2] : IR_NONE,
+		m->nin > 3 ? m->in[3] : IR_NONE, s};
+	fuse_become(g, u, OP_FusedMatMulInteger, m->name);
+	fuse_set_inputs(g, u, 5, in);
+	g->nodes[mm].dead = true;
+	g->nodes[c].dead = true;
+	return true;
+}
+
+static bool
+absorb_any(Graph *g, NodeId n)
+{
+	return g->nodes[n].op == OP_MatMulInteger ? qstart(g, n) : absorb(g, n);
+}
+
 bool
 pass_fuse_matmul(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	return fuse_each(g, OP_MatMul, OP_FusedMatMul, absorb);
+	return fuse_each(g, OP_MatMul, OP_FusedMatMul, absorb) &&
+	    fuse_each(g, OP_MatMulInteger, OP_FusedMatMulInteger, absorb_any);
 }

@@ -2,13 +2,20 @@
  * k_quant.c - the integer products and dynamic quantization:
  * DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
  * QLinearConv, the operators onnxruntime's quantize_dynamic (transformers:
- * DynamicQuantizeLinear -> MatMulInteger) and its QOperator format write.
+ * DynamicQuantizeLinear -> MatMulInteger) and its QOperator format write;
+ * FusedMatMulInteger, fuse-matmul's quantize_dynamic Linear (the product,
+ * Cast, the Mul by the scales and FusedMatMul's epilogue).
  *
- * Needs: the GEMM interface (gemm.c); k_nn.c's convolution geometry and
- * im2col (taprt_geom_get, taprt_im2col_f32/f64) and MatMul's batch
- * strides; the thread's scratch.
+ * Needs: the GEMM interface (gemm.c), oneDNN's int8 matmul (conv_dnnl.c's
+ * taprt_qmatmul_dnnl); k_nn.c's convolution geometry and im2col
+ * (taprt_geom_get, taprt_im2col_f32/f64), MatMul's batch strides and the
+ * epilogue; the thread's scratch.
  *
- * Every product is exact, at the float GEMM's speed.  The operands less
+ * An s8 weight b: oneDNN's int8 matmul of the raw operands (u8 or s8 a)
+ * where it sums exactly (VNNI, AMX), the zero points then folded in a row
+ * at a time from a's row sums and b's column sums (qfold), the row then
+ * converted (and for the fused op scaled and given its epilogue) while in
+ * L1.  Every other product is exact too, at the float GEMM's speed.  The operands less
  * their zero points are integers of at most 255 in magnitude, so a product
  * of two is exact in float, and a sum of K of them is exact in any order as
  * long as K * max|a - za| * max|b - zb| stays below 2^24 (every partial sum
@@ -25,9 +32,9 @@
  * zeros), its zero point rounded, then QuantizeLinear's rounding; NaNs take
  * no part in the range and quantize to the zero point.
  *
- * Not built: int8 products proper (VNNI's vpdpbusd, oneDNN's u8s8s32), four
- * times the float GEMM's multiply-adds per instruction; the conversions
- * also cost a pass over each operand per run, the weight's included.
+ * Not built: int8 products for u8 weights and for convolutions (oneDNN
+ * takes s8 weights only; ConvInteger and QLinearConv run on the float
+ * path), and for a b that is not a weight (it would be reordered per call).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -218,50 +225,115 @@ taprt_op_DynamicQuantizeLinear(taprt_ctx *cx, const taprt_node *n)
 
 /* ------------------------------------------------ MatMulInteger, QLinearMatMul */
 
-/* c[M,N] = sum (a - za)(b - zb) from c = sum a b (oneDNN's) in place: less
- * za times b's column sums and zb's times a's row sums, plus K za zb -- in
- * 32 bits, wrapping as the sums themselves do. */
+/*
+ * c[M,N] = sum (a - za)(b - zb) from c = sum a b (oneDNN's), a row at a time
+ * in place: less za times b's column sums and zb's times a's row sums, plus
+ * K za zb -- in 32 bits, wrapping as the sums themselves do.  qfold_init
+ * makes the per-column terms (nothing to do: f->t NULL); -1 out of memory.
+ */
+typedef struct {
+	uint32_t *t, *zj;               /* per column: K za zb - za colsum; zb */
+	bool zbany;                     /* some zb is not 0: the row sums count */
+} qfold_t;
+
 static int
-qfold(int32_t *c, int64_t M, int64_t N, int64_t K, const taprt_tensor *a,
-    const taprt_tensor *za, const taprt_tensor *zb, const int32_t *colsum)
+qfold_init(qfold_t *f, int64_t N, int64_t K, const taprt_tensor *za, const taprt_tensor *zb,
+    const int32_t *colsum)
 {
 	const uint32_t z = (uint32_t)qzero(za, 0);
-	bool zbany = false;
+	f->t = f->zj = NULL;
+	f->zbany = false;
 	for (int64_t j = 0; j < N && zb; j++)
-		zbany |= qzero(zb, j) != 0;
-	if (!z && !zbany)
+		f->zbany |= qzero(zb, j) != 0;
+	if (!z && !f->zbany)
 		return 0;
-	/* per column: K za zb - za colsum, and zb */
-	uint32_t *t = malloc((size_t)N * 2 * sizeof *t), *zj = t + N;
-	if (!t)
+	if (!(f->t = malloc((size_t)N * 2 * sizeof *f->t)))
 		return -1;
+	f->zj = f->t + N;
 	for (int64_t j = 0; j < N; j++) {
-		zj[j] = (uint32_t)qzero(zb, j);
-		t[j] = (uint32_t)K * z * zj[j] - z * (uint32_t)colsum[j];
+		f->zj[j] = (uint32_t)qzero(zb, j);
+		f->t[j] = (uint32_t)K * z * f->zj[j] - z * (uint32_t)colsum[j];
 	}
-	#pragma omp parallel for if (TAPRT_PAR(M * (K + N))) schedule(static)
-	for (int64_t m = 0; m < M; m++) {
-		uint32_t rs = 0;
-		for (int64_t k = 0; k < K && zbany; k++)
-			rs += (uint32_t)q8(a->data, a->dtype, m * K + k);
-		uint32_t *restrict cr = (uint32_t *)(c + m * N);
-		if (zbany)
-			for (int64_t j = 0; j < N; j++)
-				cr[j] += t[j] - zj[j] * rs;
-		else
-			for (int64_t j = 0; j < N; j++)
-				cr[j] += t[j];
-	}
-	free(t);
 	return 0;
 }
 
-/* a [..., M, K] @ b [..., K, N] (numpy's matmul; a 1-D a is [1, K], a 1-D b
- * [K, 1]), a per tensor, b per tensor or per column; QLinearMatMul's
- * inputs are a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp. */
-static void
-qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
+/* Row m of c (N long), a's row m K long. */
+static TAPRT_CLONES void
+qfold_row(const qfold_t *f, int32_t *c, int64_t N, int64_t K, const void *a, int adt)
 {
+	uint32_t *restrict cr = (uint32_t *)c;
+	const uint32_t *restrict t = f->t, *restrict zj = f->zj;
+	if (!t)
+		return;
+	if (!f->zbany) {
+		for (int64_t j = 0; j < N; j++)
+			cr[j] += t[j];
+		return;
+	}
+	uint32_t rs = 0;
+	if (adt == TAPRT_U8)
+		for (int64_t k = 0; k < K; k++)
+			rs += ((const uint8_t *)a)[k];
+	else
+		for (int64_t k = 0; k < K; k++)
+			rs += (uint32_t)((const int8_t *)a)[k];
+	for (int64_t j = 0; j < N; j++)
+		cr[j] += t[j] - zj[j] * rs;
+}
+
+/* What a product's sums become: MatMulInteger's int32; QLinearMatMul's
+ * requantized u8/i8 (a_scale * b_scale[j] / y_scale, y's zero point);
+ * FusedMatMulInteger's f32 sum * scale, its epilogue after (qmatmul). */
+enum { QM_INT, QM_QLINEAR, QM_FUSED };
+typedef struct {
+	int kind, dt;
+	float as, ys, scale;
+	const float *bs;
+	int64_t nbs;
+	int32_t zy, lo, hi;
+} qout_t;
+
+static inline void
+qout(const qout_t *q, void *y, int64_t o, int64_t j, int32_t v)
+{
+	if (q->kind == QM_INT)
+		((int32_t *)y)[o] = v;
+	else if (q->kind == QM_FUSED)
+		((float *)y)[o] = (float)v * q->scale;
+	else
+		qstore(y, q->dt, o, v, q->as * q->bs[q->nbs == 1 ? 0 : j] / q->ys, q->zy, q->lo,
+		    q->hi);
+}
+
+/* y = float(c) * s over a row: FusedMatMulInteger's Cast and Mul,
+ * vectorized per CPU. */
+static TAPRT_CLONES void
+qscale_row(const int32_t *restrict c, float *restrict y, int64_t n, float s)
+{
+	for (int64_t j = 0; j < n; j++)
+		y[j] = (float)c[j] * s;
+}
+
+/* FusedMatMulInteger's epilogue on output row r (N long): its bias
+ * (input 5), Z (input 6) and activation, as FusedMatMul's. */
+static inline void
+qepilogue(const taprt_node *n, taprt_tensor *y, int64_t r, int64_t N, const taprt_act *act)
+{
+	const taprt_tensor *bias = taprt_input(n, 5), *z = taprt_input(n, 6);
+	if (bias || z || act->kind != TAPRT_ACT_NONE)
+		taprt_epilogue_vec_f32((float *)y->data + r * N, N, bias ? bias->data : NULL,
+		    z ? (const float *)z->data + r * N : NULL, act);
+}
+
+/* a [..., M, K] @ b [..., K, N] (numpy's matmul; a 1-D a is [1, K], a 1-D b
+ * [K, 1]), a per tensor, b per tensor or per column.  The inputs: a, b,
+ * a_zp, b_zp (MatMulInteger); a, a_scale, a_zp, b, b_scale, b_zp,
+ * y_scale, y_zp (QLinearMatMul); a, b, a_zp, b_zp, scale, bias, Z
+ * (FusedMatMulInteger: act(sum * scale + bias + Z), fuse-matmul's). */
+static void
+qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, int kind)
+{
+	const bool ql = kind == QM_QLINEAR;
 	const taprt_tensor *a = n->in[0], *b = n->in[ql ? 3 : 1];
 	const taprt_tensor *za = taprt_input(n, 2), *zb = taprt_input(n, ql ? 5 : 3);
 	taprt_tensor *y = n->out[0];
@@ -269,33 +341,35 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 	const int64_t M = ra >= 2 ? a->dims[ra - 2] : 1, K = a->dims[ra - 1];
 	const int64_t N = rb >= 2 ? b->dims[rb - 1] : 1;
 	const int nb = y->rank - (ra >= 2) - (rb >= 2);
+	const int ydt = kind == QM_INT ? TAPRT_I32 : kind == QM_FUSED ? TAPRT_F32 : -1;
+	taprt_act act = {TAPRT_ACT_NONE};
 	if ((a->dtype != TAPRT_U8 && a->dtype != TAPRT_I8) ||
 	    (b->dtype != TAPRT_U8 && b->dtype != TAPRT_I8) ||
-	    (ql ? y->dtype != TAPRT_U8 && y->dtype != TAPRT_I8 : y->dtype != TAPRT_I32)) {
+	    (ydt >= 0 ? y->dtype != ydt : y->dtype != TAPRT_U8 && y->dtype != TAPRT_I8)) {
 		taprt_bad_dtype(cx, n, op, a->dtype);
 		return;
 	}
-	if (y->numel == 0)
+	if (y->numel == 0 || (kind == QM_FUSED && taprt_act_get(cx, n, &act)))
 		return;
+	qout_t q = {kind, y->dtype, 0.0f, 1.0f, 0.0f, NULL, 0, 0, 0, 0};
+	if (ql) {
+		q.as = *(const float *)n->in[1]->data;
+		q.bs = n->in[4]->data;
+		q.nbs = n->in[4]->numel;
+		q.ys = *(const float *)n->in[6]->data;
+		q.zy = qzero(n->in[7], 0);
+		qrange(y->dtype, &q.lo, &q.hi);
+	} else if (kind == QM_FUSED) {
+		q.scale = *(const float *)n->in[4]->data;
+	}
 	int64_t batch = 1;
 	for (int d = 0; d < nb; d++)
 		batch *= y->dims[d];
-	float as = 0.0f, ys = 1.0f;
-	const float *bs = NULL;
-	int32_t zy = 0, lo = 0, hi = 0;
-	if (ql) {
-		as = *(const float *)n->in[1]->data;
-		bs = n->in[4]->data;
-		ys = *(const float *)n->in[6]->data;
-		zy = qzero(n->in[7], 0);
-		qrange(y->dtype, &lo, &hi);
-	}
-	const int64_t nbs = ql ? n->in[4]->numel : 0;
 	/* an s8 weight b against every row of a: oneDNN's int8 matmul (VNNI),
 	 * the zero points folded in after */
 	if (rb == 2 && b->dtype == TAPRT_I8 && (n->fixed & (1u << (ql ? 3 : 1))) && K > 0) {
 		const int64_t Mt = a->numel / K;
-		int32_t *c = ql ? taprt_scratch(Mt * N * (int64_t)sizeof(int32_t)) : y->data;
+		int32_t *c = kind == QM_INT ? y->data : taprt_scratch(Mt * N * (int64_t)sizeof(int32_t));
 		const int32_t *colsum = NULL;
 		if (!c) {
 			taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
@@ -305,68 +379,91 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
 		if (rc < 0)
 			return;
 		if (rc > 0) {
-			if (qfold(c, Mt, N, K, a, za, zb, colsum)) {
+			qfold_t f;
+			if (qfold_init(&f, N, K, za, zb, colsum)) {
 				taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
 				return;
 			}
-			for (int64_t e = 0; ql && e < Mt * N; e++)
-				qstore(y->data, y->dtype, e, c[e], as * bs[nbs == 1 ? 0 : e % N] / ys, zy,
-				    lo, hi);
+			/* row by row: the zero points, then the output and the
+			 * fused epilogue while the row is in L1 */
+			#pragma omp parallel for if (TAPRT_PAR(Mt * (N + K))) schedule(static)
+			for (int64_t r = 0; r < Mt; r++) {
+				qfold_row(&f, c + r * N, N, K, (const int8_t *)a->data + r * K, a->dtype);
+				if (kind == QM_FUSED) {
+					qscale_row(c + r * N, (float *)y->data + r * N, N, q.scale);
+					qepilogue(n, y, r, N, &act);
+				} else if (kind == QM_QLINEAR) {
+					for (int64_t j = 0; j < N; j++)
+						qout(&q, y->data, r * N + j, j, c[r * N + j]);
+				}
+			}
+			free(f.t);
 			return;
 		}
 	}
-	int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK];
-	taprt_batch_strides(a, nb, M * K, sa);
-	taprt_batch_strides(b, nb, K * N, sb);
-	/* one precision for every matrix of the batch */
-	const bool dbl = K > 0 && !qfloat_ok(K, qmax(a->data, a->dtype, 0, a->numel / K, K, K, za,
-	    false, 0), qmax(b->data, b->dtype, 0, b->numel / N, N, N, zb, true, 0));
-	const int64_t es = dbl ? 8 : 4;
-	char *af = taprt_scratch((M * K + K * N + M * N) * es);
-	if (!af) {
-		taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
-		return;
-	}
-	char *bf = af + M * K * es, *cf = bf + K * N * es;
-	if (K == 0)
-		memset(cf, 0, M * N * es);
-	for (int64_t i = 0, pa = -1, pb = -1; i < batch; i++) {
-		int64_t r = i, oa = 0, ob = 0;
-		for (int d = nb - 1; d >= 0; d--) {
-			oa += r % y->dims[d] * sa[d];
-			ob += r % y->dims[d] * sb[d];
-			r /= y->dims[d];
+	{
+		int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK];
+		taprt_batch_strides(a, nb, M * K, sa);
+		taprt_batch_strides(b, nb, K * N, sb);
+		/* one precision for every matrix of the batch */
+		const bool dbl = K > 0 && !qfloat_ok(K, qmax(a->data, a->dtype, 0, a->numel / K, K,
+		    K, za, false, 0), qmax(b->data, b->dtype, 0, b->numel / N, N, N, zb, true, 0));
+		const int64_t es = dbl ? 8 : 4;
+		char *af = taprt_scratch((M * K + K * N + M * N) * es);
+		if (!af) {
+			taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
+			return;
 		}
-		if (oa != pa) /* a broadcast operand is converted once */
-			qconvert(af, dbl, a->data, a->dtype, oa, M, K, K, za, false, 0);
-		if (ob != pb)
-			qconvert(bf, dbl, b->data, b->dtype, ob, K, N, N, zb, true, 0);
-		pa = oa;
-		pb = ob;
-		if (K > 0)
-			qproduct(dbl, M, N, K, af, bf, cf);
-		for (int64_t m = 0; m < M; m++)
-			for (int64_t j = 0; j < N; j++) {
-				const int64_t e = m * N + j, o = i * M * N + e;
-				if (ql)
-					qstore(y->data, y->dtype, o, qsum(cf, dbl, e),
-					    as * bs[nbs == 1 ? 0 : j] / ys, zy, lo, hi);
-				else
-					((int32_t *)y->data)[o] = qsum(cf, dbl, e);
+		char *bf = af + M * K * es, *cf = bf + K * N * es;
+		if (K == 0)
+			memset(cf, 0, M * N * es);
+		for (int64_t i = 0, pa = -1, pb = -1; i < batch; i++) {
+			int64_t r = i, oa = 0, ob = 0;
+			for (int d = nb - 1; d >= 0; d--) {
+				oa += r % y->dims[d] * sa[d];
+				ob += r % y->dims[d] * sb[d];
+				r /= y->dims[d];
 			}
+			if (oa != pa) /* a broadcast operand is converted once */
+				qconvert(af, dbl, a->data, a->dtype, oa, M, K, K, za, false, 0);
+			if (ob != pb)
+				qconvert(bf, dbl, b->data, b->dtype, ob, K, N, N, zb, true, 0);
+			pa = oa;
+			pb = ob;
+			if (K > 0)
+				qproduct(dbl, M, N, K, af, bf, cf);
+			for (int64_t m = 0; m < M; m++)
+				for (int64_t j = 0; j < N; j++)
+					qout(&q, y->data, (i * M + m) * N + j, j,
+					    qsum(cf, dbl, m * N + j));
+		}
+	}
+	if (kind == QM_FUSED) {
+		const int64_t rows = y->numel / N;
+		#pragma omp parallel for if (TAPRT_PAR(y->numel)) schedule(static)
+		for (int64_t r = 0; r < rows; r++)
+			qepilogue(n, y, r, N, &act);
 	}
 }
 
 void
 taprt_op_MatMulInteger(taprt_ctx *cx, const taprt_node *n)
 {
-	qmatmul(cx, n, "MatMulInteger", false);
+	qmatmul(cx, n, "MatMulInteger", QM_INT);
 }
 
 void
 taprt_op_QLinearMatMul(taprt_ctx *cx, const taprt_node *n)
 {
-	qmatmul(cx, n, "QLinearMatMul", true);
+	qmatmul(cx, n, "QLinearMatMul", QM_QLINEAR);
+}
+
+/* FusedMatMulInteger (fuse-matmul): act(float(MatMulInteger) * scale +
+ * bias + Z), with the f32 operations of the nodes it replaces. */
+void
+taprt_op_FusedMatMulInteger(taprt_ctx *cx, const taprt_node *n)
+{
+	qmatmul(cx, n, "FusedMatMulInteger", QM_FUSED);
 }
 
 /* ---------------------------------------------------- ConvInteger, QLinearConv */

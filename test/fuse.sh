@@ -1,6 +1,7 @@
 #!/bin/sh
 # fuse.sh - the fusion passes (fold-qdq, fold-bn, fuse-conv, fuse-dw, fuse-se,
 # fuse-matmul, fuse-norm, fuse-softmax) against the unfused graph (tapc -O0).
+# (fuse-matmul also fuses the quantize_dynamic Linear: the qlinear model.)
 #
 # Models: small graphs made by test/fuse/gen_models.py (python3-onnx) that
 # hold every pattern the passes fuse and one they must not (a BN whose Conv
@@ -132,6 +133,17 @@ n=$(grep -c 'FusedMatMul.*activation="Gelu"' "$tmp/xformer.ir")
 check "xformer: one GELU fused ($n)" test "$n" = 1
 n=$(count FusedMatMul "$tmp/xformer.ir")
 check "xformer: 9 FusedMatMul ($n)" test "$n" = 9
+compare qlinear "$tmp/gen/qlinear/model.onnx" "$tmp/gen/qlinear/data"
+expect qlinear "$tmp/qlinear.ir" FusedMatMulInteger 3
+expect qlinear "$tmp/qlinear.ir" MatMulInteger 1
+expect qlinear "$tmp/qlinear.ir" Cast 1
+n=$(grep -c 'FusedMatMulInteger.*activation="Relu"' "$tmp/qlinear.ir")
+check "qlinear: one Relu fused ($n)" test "$n" = 1
+# the float-GEMM path for the s8 weights too, and the team
+again qlinear "without oneDNN" "" TAPRT_NO_DNNL=1
+again qlinear "on 2 threads" "--threads 2" TAPRT_PAR_MIN=1
+readback qlinear
+compare qlinear-tp2 "$tmp/gen/qlinear/model.onnx" "$tmp/gen/qlinear/data" -mesh 1x2
 # the fixtures, at two ranks too: fusion runs on each rank's graph
 for m in cnn resnet unet gpt bert qdq; do
 	compare "$m" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4

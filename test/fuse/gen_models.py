@@ -38,6 +38,12 @@ and compares the two programs' outputs.  Only python3-onnx and numpy
              MatMul+bias+residual, MatMul+Relu, attention scores scaled by
              Mul and masked by Where(-inf), scaled by Div with an additive
              mask, a plain scaled Softmax; opset 13
+    qlinear  onnxruntime's quantize_dynamic Linears (DynamicQuantizeLinear
+             -> MatMulInteger -> Cast -> Mul by the scales' product): an s8
+             weight with per-column zero points + bias + Relu, one + a
+             residual Add (the Mul's operands the other way round), a u8
+             weight + bias (the float-GEMM path); left alone: one whose
+             Cast a second node reads; opset 13
 """
 import os
 import sys
@@ -247,10 +253,41 @@ def xformer(d):
     return {'x': rng.normal(size=(B, T, C)).astype(f), 'mask': mask}
 
 
+def qlinear(d):
+    B, T, C = 2, 6, 24
+    g = G()
+    f = np.float32
+
+    def product(x, wq, zb, swap=False):
+        q = '%s_q' % x
+        g.nodes.append(helper.make_node('DynamicQuantizeLinear', [x], [q, q + 's', q + 'z']))
+        acc = g.op('MatMulInteger', [q, g.w(wq), q + 'z', g.w(zb)])
+        c = g.op('Cast', [acc], to=TensorProto.FLOAT)
+        sw = g.op('Mul', [q + 's', g.w(f(rng.uniform(0.002, 0.01)))])
+        return g.op('Mul', [sw, c] if swap else [c, sw]), c
+
+    w1 = rng.integers(-127, 128, (C, 2 * C)).astype(np.int8)
+    y, _ = product('x', w1, rng.integers(-3, 4, 2 * C).astype(np.int8))
+    h = g.op('Relu', [g.op('Add', [y, g.w((0.1 * rng.normal(size=2 * C)).astype(f))])])
+    w2 = rng.integers(-127, 128, (2 * C, C)).astype(np.int8)
+    y, _ = product(h, w2, np.array(0, np.int8), swap=True)
+    r = g.op('Add', ['x', y])                                   # residual
+    w3 = rng.integers(0, 256, (C, C)).astype(np.uint8)
+    y, _ = product(r, w3, np.array(128, np.uint8))
+    u = g.op('Add', [g.w((0.1 * rng.normal(size=C)).astype(f)), y])
+    w4 = rng.integers(-127, 128, (C, C)).astype(np.int8)
+    y, c = product(u, w4, np.array(0, np.int8))
+    out = g.op('Add', [y, g.op('Mul', [c, g.w(f(1e-4))])])    # the Cast read twice
+    g.save(os.path.join(d, 'model.onnx'),
+           [helper.make_tensor_value_info('x', TensorProto.FLOAT, [B, T, C])],
+           [helper.make_tensor_value_info(out, TensorProto.FLOAT, [B, T, C])], 13)
+    return {'x': rng.normal(size=(B, T, C)).astype(f)}
+
+
 def main():
     out = sys.argv[1]
     for name, fn in [('convs', convs), ('bigconvs', bigconvs), ('se', se),
-                     ('mbconv', mbconv), ('xformer', xformer)]:
+                     ('mbconv', mbconv), ('xformer', xformer), ('qlinear', qlinear)]:
         d = os.path.join(out, name)
         os.makedirs(os.path.join(d, 'data'), exist_ok=True)
         for i, (n, arr) in enumerate(fn(d).items()):
