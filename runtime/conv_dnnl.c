@@ -804,8 +804,6 @@ qprim_get(const taprt_node *n, int64_t M, int64_t N, int64_t K, int adt, const i
 	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success ||
 	    !impl || (!strstr(impl, "vnni") && !strstr(impl, "amx")))
 		goto fail;
-	if (getenv("TAPRT_SHOW_QMATMUL"))
-		fprintf(stderr, "qmatmul %s\n", impl);
 	wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
 	if (!s || !wmd)
 		goto fail;
@@ -828,7 +826,7 @@ qprim_get(const taprt_node *n, int64_t M, int64_t N, int64_t K, int adt, const i
 		goto fail;
 	for (int64_t k = 0; k < K; k++)
 		for (int64_t j = 0; j < N; j++)
-			p->colsum[j] += b[k * N + j];
+			p->colsum[j] = (int32_t)((uint32_t)p->colsum[j] + (uint32_t)b[k * N + j]);
 	goto done;
 fail:
 	if (p->prim)
