@@ -469,9 +469,9 @@ taprt_op_FusedMatMulInteger(taprt_ctx *cx, const taprt_node *n)
 /* ---------------------------------------------------- ConvInteger, QLinearConv */
 
 /* x [N, C, spatial...] (zero point per tensor) and w [M, C/group, k...] (per
- * tensor or per output channel); per image: x less its zero point as int32,
- * im2col (the pads 0, so they count as the zero point), then per group
- * w's rows against the columns.  QLinearConv's inputs are x, x_scale, x_zp,
+ * tensor or per output channel); per image: x less its zero point in float
+ * or double (qfloat_ok), im2col (the pads 0, so they count as the zero
+ * point), then per group w's rows against the columns.  QLinearConv's inputs are x, x_scale, x_zp,
  * w, w_scale, w_zp, y_scale, y_zp and the bias (i32 [M], added to the sums). */
 static void
 qconv(taprt_ctx *cx, const taprt_node *n, const char *op, bool ql)
