@@ -661,7 +661,8 @@ forward(An *a, NodeId n)
 		break;
 	}
 	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool:
-	case OP_ConvInteger: case OP_QLinearConv: case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_InstanceNormalization:
+	case OP_ConvInteger: case OP_QLinearConv:
+	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_InstanceNormalization:
 	case OP_DepthToSpace: case OP_SpaceToDepth: case OP_BatchNormalization:
 	case OP_Resize: case OP_Upsample: case OP_LRN: case OP_GridSample:
 		if (p.axis > 0) {
