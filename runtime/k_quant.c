@@ -401,42 +401,40 @@ qmatmul(taprt_ctx *cx, const taprt_node *n, const char *op, int kind)
 			return;
 		}
 	}
-	{
-		int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK];
-		taprt_batch_strides(a, nb, M * K, sa);
-		taprt_batch_strides(b, nb, K * N, sb);
-		/* one precision for every matrix of the batch */
-		const bool dbl = K > 0 && !qfloat_ok(K, qmax(a->data, a->dtype, 0, a->numel / K, K,
-		    K, za, false, 0), qmax(b->data, b->dtype, 0, b->numel / N, N, N, zb, true, 0));
-		const int64_t es = dbl ? 8 : 4;
-		char *af = taprt_scratch((M * K + K * N + M * N) * es);
-		if (!af) {
-			taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
-			return;
+	int64_t sa[TAPRT_MAX_RANK], sb[TAPRT_MAX_RANK];
+	taprt_batch_strides(a, nb, M * K, sa);
+	taprt_batch_strides(b, nb, K * N, sb);
+	/* one precision for every matrix of the batch */
+	const bool dbl = K > 0 && !qfloat_ok(K, qmax(a->data, a->dtype, 0, a->numel / K, K,
+	    K, za, false, 0), qmax(b->data, b->dtype, 0, b->numel / N, N, N, zb, true, 0));
+	const int64_t es = dbl ? 8 : 4;
+	char *af = taprt_scratch((M * K + K * N + M * N) * es);
+	if (!af) {
+		taprt_fail(cx, "node '%s' (%s): out of memory", n->name, op);
+		return;
+	}
+	char *bf = af + M * K * es, *cf = bf + K * N * es;
+	if (K == 0)
+		memset(cf, 0, M * N * es);
+	for (int64_t i = 0, pa = -1, pb = -1; i < batch; i++) {
+		int64_t r = i, oa = 0, ob = 0;
+		for (int d = nb - 1; d >= 0; d--) {
+			oa += r % y->dims[d] * sa[d];
+			ob += r % y->dims[d] * sb[d];
+			r /= y->dims[d];
 		}
-		char *bf = af + M * K * es, *cf = bf + K * N * es;
-		if (K == 0)
-			memset(cf, 0, M * N * es);
-		for (int64_t i = 0, pa = -1, pb = -1; i < batch; i++) {
-			int64_t r = i, oa = 0, ob = 0;
-			for (int d = nb - 1; d >= 0; d--) {
-				oa += r % y->dims[d] * sa[d];
-				ob += r % y->dims[d] * sb[d];
-				r /= y->dims[d];
-			}
-			if (oa != pa) /* a broadcast operand is converted once */
-				qconvert(af, dbl, a->data, a->dtype, oa, M, K, K, za, false, 0);
-			if (ob != pb)
-				qconvert(bf, dbl, b->data, b->dtype, ob, K, N, N, zb, true, 0);
-			pa = oa;
-			pb = ob;
-			if (K > 0)
-				qproduct(dbl, M, N, K, af, bf, cf);
-			for (int64_t m = 0; m < M; m++)
-				for (int64_t j = 0; j < N; j++)
-					qout(&q, y->data, (i * M + m) * N + j, j,
-					    qsum(cf, dbl, m * N + j));
-		}
+		if (oa != pa) /* a broadcast operand is converted once */
+			qconvert(af, dbl, a->data, a->dtype, oa, M, K, K, za, false, 0);
+		if (ob != pb)
+			qconvert(bf, dbl, b->data, b->dtype, ob, K, N, N, zb, true, 0);
+		pa = oa;
+		pb = ob;
+		if (K > 0)
+			qproduct(dbl, M, N, K, af, bf, cf);
+		for (int64_t m = 0; m < M; m++)
+			for (int64_t j = 0; j < N; j++)
+				qout(&q, y->data, (i * M + m) * N + j, j,
+				    qsum(cf, dbl, m * N + j));
 	}
 	if (kind == QM_FUSED) {
 		const int64_t rows = y->numel / N;
