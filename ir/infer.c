@@ -2292,7 +2292,9 @@ want_qparam(Graph *g, NodeId n, int i, int of, int64_t per, const char *what)
  * and QLinear*'s result quantized per tensor, the right one (b, w) per
  * tensor or per column of b / output channel of w -- onnxruntime's forms.
  * The Integer ops give i32; QLinear* the type of y_zero_point (input 7),
- * QLinearConv's bias (input 8) i32 [M].
+ * QLinearConv's bias (input 8) i32 [M].  FusedMatMulInteger (fuse-matmul)
+ * is MatMulInteger's inputs, then the f32 scale (input 4, one value) its
+ * sums are multiplied by; f32 out.
  */
 static bool
 infer_qlinear(Graph *g, NodeId n)
@@ -2313,11 +2315,20 @@ infer_qlinear(Graph *g, NodeId n)
 	snprintf(bz, sizeof bz, "%s_zero_point", bn);
 	snprintf(as, sizeof as, "%s_scale", an);
 	snprintf(bs, sizeof bs, "%s_scale", bn);
+	if ((ql && !want_qparam(g, n, 1, -1, 1, as)) || !want_qparam(g, n, 2, 0, 1, az))
+		return false;
+	if (op == OP_FusedMatMulInteger) {
+		Tensor *sc = in(g, n, 4);
+		if (!sc || sc->dtype != DT_F32 || ir_numel(sc) != 1) {
+			diag_node(g, n, "input 4 (the scale) is %s, expected one f32 value",
+			    sc ? ts(sc) : "absent");
+			return false;
+		}
+	}
 	if (!ql)
-		return want_qparam(g, n, 2, 0, 1, az) && want_qparam(g, n, 3, 1, per, bz) &&
-		    set_out(g, n, 0, DT_I32, &s);
-	if (!want_qparam(g, n, 1, -1, 1, as) || !want_qparam(g, n, 2, 0, 1, az) ||
-	    !want_qparam(g, n, 4, -1, per, bs) || !want_qparam(g, n, 5, 3, per, bz) ||
+		return want_qparam(g, n, 3, 1, per, bz) &&
+		    set_out(g, n, 0, op == OP_FusedMatMulInteger ? DT_F32 : DT_I32, &s);
+	if (!want_qparam(g, n, 4, -1, per, bs) || !want_qparam(g, n, 5, 3, per, bz) ||
 	    !want_qparam(g, n, 6, -1, 1, "y_scale") || !want_q8(g, n, 7) ||
 	    !want_qparam(g, n, 7, 7, 1, "y_zero_point"))
 		return false;
@@ -2327,26 +2338,6 @@ infer_qlinear(Graph *g, NodeId n)
 		return false;
 	}
 	return set_out(g, n, 0, in(g, n, 7)->dtype, &s);
-}
-
-/* FusedMatMulInteger (fuse-matmul): MatMulInteger's inputs 0-3, then the
- * f32 scale its sums are multiplied by (one value); f32 out. */
-static bool
-infer_fused_qmatmul(Graph *g, NodeId n)
-{
-	Shape s;
-	if (!want_q8(g, n, 0) || !want_q8(g, n, 1) || !matmul_shape(g, n, 0, 1, &s))
-		return false;
-	Tensor *w = in(g, n, 1), *sc = in(g, n, 4);
-	int64_t per = w->rank >= 2 ? w->dims[w->rank - 1] : 1;
-	if (!want_qparam(g, n, 2, 0, 1, "a_zero_point") ||
-	    !want_qparam(g, n, 3, 1, per, "b_zero_point"))
-		return false;
-	if (!sc || sc->dtype != DT_F32 || ir_numel(sc) != 1) {
-		diag_node(g, n, "input 4 (the scale) is %s, expected one f32 value", sc ? ts(sc) : "absent");
-		return false;
-	}
-	return set_out(g, n, 0, DT_F32, &s);
 }
 
 /*
@@ -2803,7 +2794,7 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_FusedMatMul:
 		return infer_matmul(g, n) && fused_extra(g, n, 2, 3) && fused_act(g, n, "activation");
 	case OP_FusedMatMulInteger:
-		return infer_fused_qmatmul(g, n) && fused_extra(g, n, 5, 6) &&
+		return infer_qlinear(g, n) && fused_extra(g, n, 5, 6) &&
 		    fused_act(g, n, "activation");
 	case OP_FusedLayerNorm: return infer_norm(g, n);
 	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
