@@ -5,12 +5,14 @@
  * The fusion passes run after planning, on the per-rank graph tp-rewrite
  * and stage-assign made, before the schedule pass lists its nodes: they
  * only merge nodes of one stage, one If branch and the forward phase,
- * never across a collective, and they keep every graph output.  A training
- * graph (Graph.loss set) is left alone: its backward pass reads the values
- * a fusion would remove, and fold-bn would fold weights the optimizer
- * changes.  A fused node takes the place of the last node of its pattern,
- * whose inputs are all computed before it, so the order stays topological
- * without moving anything.
+ * never across a collective (but for fuse-matmul's bias and residual of a
+ * row-parallel product, fuse_matmul.c), and they keep every graph output.
+ * A training graph (Graph.loss set) is left alone: its backward pass reads
+ * the values a fusion would remove, and fold-bn would fold weights the
+ * optimizer changes.  A fused node takes the place of the last node of its
+ * pattern, whose inputs are all computed before it, so the order stays
+ * topological without moving anything (the row-parallel product keeps its
+ * MatMul's place, before its AllReduce: its residual must come earlier).
  */
 #ifndef TAPC_FUSE_H
 #define TAPC_FUSE_H

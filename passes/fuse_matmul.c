@@ -15,7 +15,19 @@
  *   Relu, Clip, HardSigmoid, HardSwish, LeakyRelu               -> activation
  *
  * in the order act(A @ B + bias + Z): a residual comes before any
- * activation, a bias before both.  The kernel applies them to each output
+ * activation, a bias before both.
+ *
+ * Tensor parallelism: a row-parallel MatMul's product is one rank's
+ * partial sum, which tp-rewrite's AllReduce adds up before Megatron's
+ * bias and residual Adds.  Those two move before the sum, into the
+ * product's epilogue on the group's first rank alone (FusedMatMul
+ * partial=1; the others' epilogues add nothing), since
+ * sum_r p_r + b + z = (p_0 + b + z) + sum_{r>0} p_r: two passes over a
+ * replicated tensor fewer per block on every rank.  No activation moves
+ * (it does not distribute over the sum), and Z must be computed before the
+ * MatMul, where the fused node stays.  The one fusion across a
+ * collective; its sum rounds in another order than the nodes' (the last
+ * bits differ, as any change of the reduction order would).  The kernel applies them to each output
  * row after the product (runtime/k_nn.c); the GELU with the same f32
  * operations as the nodes it replaces.  Guarantees: the same function; one
  * pass over the output instead of one per absorbed node (seven for
@@ -122,14 +134,68 @@ is_bias(Graph *g, TensorId b, int64_t n)
 	    t->rank == 1 && t->dims[0] == n;
 }
 
+/* t known before node n runs: not computed, or computed by an earlier
+ * node. */
+static bool
+before(const Graph *g, TensorId t, NodeId n)
+{
+	NodeId p = g->tensors[t].producer;
+	return g->tensors[t].kind != TK_VALUE || (p != IR_NONE && p < n);
+}
+
+/* A MatMul whose one reader is an AllReduce, its sum then read by an Add
+ * of a bias, one of a residual, or both: the header's partial epilogue. */
+static bool
+partial(Graph *g, NodeId mm)
+{
+	Node *m = &g->nodes[mm];
+	const Tensor *yt = &g->tensors[m->out[0]];
+	NodeId ar = fuse_sole_user(g, m->out[0]);
+	if (m->op != OP_MatMul || yt->dtype != DT_F32 || yt->rank < 1 || ar == IR_NONE ||
+	    g->nodes[ar].op != OP_AllReduce || g->nodes[ar].nout != 1 ||
+	    !fuse_same_place(g, mm, ar))
+		return false;
+	TensorId s = g->nodes[ar].out[0], in[4] = {m->in[0], m->in[1], IR_NONE, IR_NONE};
+	if (!fuse_same_type(&g->tensors[s], yt))
+		return false;
+	NodeId u, absorbed[2];
+	int k = 0;
+	while (k < 2 && (u = fuse_sole_user(g, s)) != IR_NONE && g->nodes[u].op == OP_Add &&
+	    fuse_same_place(g, mm, u)) {
+		const Node *a = &g->nodes[u];
+		TensorId o = a->in[0] == s ? a->in[1] : a->in[0];
+		if (o == s || !fuse_same_type(&g->tensors[a->out[0]], yt))
+			break;
+		if (in[2] == IR_NONE && is_bias(g, o, yt->dims[yt->rank - 1]))
+			in[2] = o;
+		else if (in[3] == IR_NONE && fuse_same_type(&g->tensors[o], yt) && before(g, o, mm))
+			in[3] = o;
+		else
+			break;
+		absorbed[k++] = u;
+		s = a->out[0];
+	}
+	if (k == 0)
+		return false;
+	fuse_become(g, mm, OP_FusedMatMul, m->name);
+	ir_set_attr(g, mm, "partial", ATTR_INT)->i = 1;
+	fuse_set_inputs(g, mm, in[3] != IR_NONE ? 4 : 3, in);
+	g->nodes[ar].out[0] = s;
+	for (int i = 0; i < k; i++)
+		g->nodes[absorbed[i]].dead = true;
+	return true;
+}
+
 static bool
 absorb(Graph *g, NodeId mm)
 {
 	Node *m = &g->nodes[mm];
 	TensorId y = m->out[0];
 	Tensor *yt = &g->tensors[y];
-	if (yt->dtype != DT_F32 || yt->rank < 1)
+	if (yt->dtype != DT_F32 || yt->rank < 1 || ir_attr_int(g, mm, "partial", 0))
 		return false;
+	if (partial(g, mm))
+		return true;
 	Epi e;
 	epi_of(g, mm, &e);
 	const int ib = e.base, iz = e.base + 1;

@@ -234,6 +234,9 @@ taprt_op_MatMul(taprt_ctx *cx, const taprt_node *n)
 /*
  * FusedMatMul: act(A @ B + bias + Z), the product by MatMul's kernel and
  * the rest on each output row (bias along the last dim, Z shaped like Y).
+ * partial=1 (fuse-matmul's row-parallel product, an AllReduce after it):
+ * only the TP group's first rank adds bias and Z, so the sum adds them
+ * once.
  */
 void
 taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
@@ -255,6 +258,8 @@ taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
 	}
 	float *yd = y->data;
 	const float *bd = bias ? bias->data : NULL, *zd = z ? z->data : NULL;
+	if (cx->tp_rank != 0 && taprt_attr_int(n, "partial", 0))
+		bd = zd = NULL;
 	/* a weight's product with the epilogue in it (gemm_pack.c) */
 	const taprt_tensor *a = n->in[0], *b = n->in[1];
 	if ((n->fixed & 2) && a->rank >= 2 && b->rank == 2 && y->numel > 0 &&
@@ -268,7 +273,7 @@ taprt_op_FusedMatMul(taprt_ctx *cx, const taprt_node *n)
 			return;
 	}
 	taprt_op_MatMul(cx, n);
-	if (cx->error[0] || y->numel == 0)
+	if (cx->error[0] || y->numel == 0 || (!bd && !zd && act.kind == TAPRT_ACT_NONE))
 		return;
 	int64_t rows = y->numel / N;
 	#pragma omp parallel for if (TAPRT_PAR(y->numel)) schedule(static)

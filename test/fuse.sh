@@ -149,6 +149,16 @@ for m in cnn resnet unet gpt bert qdq; do
 	compare "$m" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4
 	compare "$m-tp2" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4 -mesh 1x2
 done
+# tensor parallelism (-mesh 1x2 alone plans dp=2): each block's two
+# row-parallel products take the bias and residual Adds after their
+# AllReduce into their epilogue (partial=1, the first rank adds them)
+for m in gpt bert; do
+	compare "$m-tp" "test/e2e/$m/model.onnx" "test/e2e/$m/test_data_set_1" -batch=4 -mesh 1x2 -tp=2
+	n=$(grep -c 'FusedMatMul .*partial=1' "$tmp/$m-tp.ir")
+	check "$m-tp: 4 row-parallel products with their Adds ($n)" test "$n" = 4
+	n=$(grep -A1 '= AllReduce ' "$tmp/$m-tp.ir" | grep -c '= Add ')
+	check "$m-tp: no Add after an AllReduce ($n)" test "$n" = 0
+done
 expect cnn "$tmp/cnn.ir" BatchNormalization 0
 expect resnet "$tmp/resnet.ir" BatchNormalization 0
 expect gpt "$tmp/gpt.ir" Erf 0
