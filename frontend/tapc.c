@@ -39,8 +39,8 @@ extra_help(void)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	fprintf(f, "\nPASSES (-passes=a,b,c; default %s; -O0 leaves out %s):\n", PASS_DEFAULT_PIPELINE,
-	    PASS_FUSE_PIPELINE);
+	fprintf(f, "\nPASSES (-passes=a,b,c; default %s; -O0 leaves out fuse-train,%s):\n",
+	    PASS_DEFAULT_PIPELINE, PASS_FUSE_PIPELINE);
 	for (int i = 0; i < pass_count; i++)
 		fprintf(f, "  %-18s %s\n", pass_registry[i].name, pass_registry[i].help);
 	fprintf(f, "\nEXIT STATUS: 0 success; 1 bad input or usage, one line per problem:\n"
@@ -505,7 +505,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	const char *pipeline = *o.passes ? o.passes :
-	    o.no_fuse ? PASS_PLAN_PIPELINE ",legalize-half,verify" : PASS_DEFAULT_PIPELINE;
+	    o.no_fuse ? PASS_O0_PIPELINE : PASS_DEFAULT_PIPELINE;
 	bool ok = pass_check_pipeline(pipeline, "-passes") &
 	    pass_check_pipeline(o.print_before, "-print-before") &
 	    pass_check_pipeline(o.print_after, "-print-after") &

@@ -125,6 +125,8 @@ ir_node_flops(Graph *g, NodeId id)
 		return 5 * ir_numel(y);
 	case OP_LayerNormalizationGrad:
 		return 10 * ir_numel(a);        /* dY; output 0 may be absent */
+	case OP_FusedGelu: case OP_GeluGrad: /* erf's polynomial and the products */
+		return 20 * ir_numel(a);
 	case OP_Einsum:
 		return einsum_flops(g, id);
 	case OP_TopK: {

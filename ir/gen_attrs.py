@@ -51,6 +51,7 @@ OWN = {
     "GatherElementsGrad": [("axis", "INT", 1), ("shape", "INTS", 1)],
     "SliceGrad": [("shape", "INTS", 1), ("starts", "INTS", 1), ("steps", "INTS", 1)],
     "GradAccumulate": [],
+    "GeluGrad": [],
     # the fused kernels (the fusion passes make them; docs/ops.md)
     "FusedConv": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0),
                   ("auto_pad", "STRING", 0), ("dilations", "INTS", 0), ("group", "INT", 0),
@@ -59,6 +60,7 @@ OWN = {
                     ("partial", "INT", 0)],
     "FusedMatMulInteger": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0)],
     "FusedLayerNorm": [("axis", "INT", 0), ("epsilon", "FLOAT", 0)],
+    "FusedGelu": [],
     "FusedSoftmax": [("axis", "INT", 0), ("divide", "INT", 0), ("fill", "FLOAT", 0),
                      ("scale", "FLOAT", 0)],
     "FusedSqueezeExcite": [("activation", "STRING", 0), ("activation_params", "FLOATS", 0),

@@ -330,7 +330,7 @@ static const struct {
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
 	[OP_FusedConv] = {2, 4, 1, 1}, [OP_FusedMatMul] = {2, 4, 1, 1},
 	[OP_FusedMatMulInteger] = {5, 7, 1, 1},
-	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
+	[OP_FusedLayerNorm] = {2, 3, 1, 1}, [OP_FusedGelu] = {1, 1, 1, 1}, [OP_FusedSoftmax] = {1, 2, 1, 1},
 	[OP_FusedSqueezeExcite] = {3, 5, 1, 1}, [OP_FusedConvDw] = {3, 5, 1, 1},
 	[OP_BatchNormalization] = {5, 5, 1, 5}, [OP_LayerNormalization] = {2, 3, 1, 3},
 	[OP_Softmax] = {1, 1, 1, 1}, [OP_LogSoftmax] = {1, 1, 1, 1}, [OP_Hardmax] = {1, 1, 1, 1},
@@ -2797,6 +2797,12 @@ ir_infer_node(Graph *g, NodeId n)
 		return infer_qlinear(g, n) && fused_extra(g, n, 5, 6) &&
 		    fused_act(g, n, "activation");
 	case OP_FusedLayerNorm: return infer_norm(g, n);
+	case OP_FusedGelu:
+		if (in(g, n, 0)->dtype != DT_F32) {
+			diag_node(g, n, "expected f32, got %s", ts(in(g, n, 0)));
+			return false;
+		}
+		return infer_unary(g, n);
 	case OP_FusedSoftmax: return infer_fused_softmax(g, n);
 	case OP_FusedSqueezeExcite:
 		return infer_fused_se(g, n) && fused_act(g, n, "activation") && fused_act(g, n, "gate");

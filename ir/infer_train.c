@@ -420,6 +420,15 @@ ir_infer_train(Graph *g, NodeId n)
 		return infer_softmax_grad(g, n);
 	case OP_LayerNormalizationGrad:
 		return infer_layernorm_grad(g, n);
+	case OP_GeluGrad: /* (dY, X) -> dX, f32 (fuse-train's FusedGelu) */
+		if (!arity(g, n, 2, 1) || !same_type(g, n, 0, 1))
+			return false;
+		if (input(g, n, 0)->dtype != DT_F32) {
+			diag_node(g, n, "input 0 is not f32");
+			return false;
+		}
+		like(g, n, 0, 0);
+		return true;
 	case OP_ConvGradWeight:
 		return infer_conv_grad_weight(g, n);
 	case OP_MaxPoolGrad: case OP_AveragePoolGrad:

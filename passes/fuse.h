@@ -140,16 +140,15 @@ fuse_copy_act(Graph *g, NodeId c, NodeId to, const char *name, const char *param
 	}
 }
 
-/* The fusion passes' driver: on an inference graph (Graph.loss unset),
- * try(g, n) at every live node n of op a or b, in order -- a fused node
- * lands at its pattern's last node, later in the order, where the loop
- * meets it again -- re-indexing the users after each fusion (try returned
- * true) and compacting the graph at the end. */
+/* The fusion passes' driver: try(g, n) at every live node n of op a or
+ * b, in order -- a fused node lands at its pattern's last node, later in
+ * the order, where the loop meets it again -- re-indexing the users after
+ * each fusion (try returned true) and compacting the graph at the end.
+ * fuse_each leaves a training graph (Graph.loss set) alone; fuse_each_any
+ * is fuse-train's, before autodiff. */
 static inline bool
-fuse_each(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
+fuse_each_any(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
 {
-	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
-		return true;
 	ir_reindex(g);
 	bool any = false;
 	for (NodeId n = 0; n < g->nnodes; n++) {
@@ -164,6 +163,14 @@ fuse_each(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
 	return true;
 }
 
+static inline bool
+fuse_each(Graph *g, Op a, Op b, bool (*try)(Graph *g, NodeId n))
+{
+	if (g->loss != IR_NONE) /* training: backward reads what a fusion would remove */
+		return true;
+	return fuse_each_any(g, a, b, try);
+}
+
 /* Weights a fusion computes at compile time (fold_bn.c): a weight's or
  * constant's bytes (whole; NULL if not readable), a parameter's f32 bytes
  * (whole, numel elements), a tensor name no tensor has (base + suffix,
@@ -172,6 +179,15 @@ const void *fuse_whole(Graph *g, TensorId t);
 const float *fuse_param(Graph *g, TensorId t, int64_t numel);
 const char *fuse_fresh_name(Graph *g, const char *base, const char *suffix);
 TensorId fuse_new_weight(Graph *g, const char *name, int rank, const int64_t *dims, float *data);
+
+/* The decomposed LayerNorm from its first ReduceMean mu as one node of
+ * op `op` (fuse_norm.c). */
+bool fuse_layernorm(Graph *g, NodeId mu, Op op);
+
+/* The erf GELU torch exports on y (Div by 1.41421354, Erf, Add 1, Mul by
+ * y, Mul 0.5), each node in node mm's place: its final Mul, the other four
+ * in chain[0..3]; IR_NONE if y's readers are not that (fuse_matmul.c). */
+NodeId fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4]);
 
 /* Node n as a fusable activation (fuse_conv.c): its name for the fused
  * kernels' `activation` and up to two `activation_params`. */

@@ -74,10 +74,11 @@ read_by_two(Graph *g, TensorId t, NodeId *a, NodeId *b)
 	return *a != *b;
 }
 
-/* The erf GELU on y: returns the final Mul (the fused node's place) and
- * marks the chain's other nodes in chain[0..3]; IR_NONE if not it. */
-static NodeId
-gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4])
+/* The erf GELU on y, its nodes in node mm's place: returns the final Mul
+ * (the fused node's place) and marks the chain's other nodes in
+ * chain[0..3]; IR_NONE if not it.  fuse-train's too (fuse.h). */
+NodeId
+fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4])
 {
 	NodeId u0, u1, div = IR_NONE, mul1 = IR_NONE;
 	if (!read_by_two(g, y, &u0, &u1))
@@ -215,7 +216,7 @@ absorb(Graph *g, NodeId mm)
 	} else if (u != IR_NONE && fuse_same_place(g, mm, u) && !e.act &&
 	    fuse_epilogue_activation(g, u, &e.act, e.p, &e.np)) {
 		to = u;
-	} else if (u == IR_NONE && !e.act && (to = gelu(g, mm, y, chain)) != IR_NONE) {
+	} else if (u == IR_NONE && !e.act && (to = fuse_gelu(g, mm, y, chain)) != IR_NONE) {
 		e.act = "Gelu";
 		e.np = 0;
 	}

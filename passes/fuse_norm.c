@@ -54,8 +54,10 @@ other(Graph *g, NodeId n, TensorId t)
 	return nd->in[0] == t ? nd->in[1] : nd->in[1] == t ? nd->in[0] : IR_NONE;
 }
 
-static bool
-fuse_one(Graph *g, NodeId mu)
+/* The pattern from ReduceMean mu, made one node of op `op` (fuse-norm's
+ * and fuse-train's FusedLayerNorm). */
+bool
+fuse_layernorm(Graph *g, NodeId mu, Op op)
 {
 	Node *m0 = &g->nodes[mu];
 	if (!mean_last(g, mu))
@@ -110,7 +112,7 @@ fuse_one(Graph *g, NodeId mu)
 	for (int i = 1; i < 9; i++)
 		if (!fuse_same_place(g, mu, all[i]))
 			return false;
-	fuse_become(g, add, OP_FusedLayerNorm, g->nodes[sub].name);
+	fuse_become(g, add, op, g->nodes[sub].name);
 	ir_set_attr(g, add, "axis", ATTR_INT)->i = -1;
 	ir_set_attr(g, add, "epsilon", ATTR_FLOAT)->f = eps;
 	TensorId in[3] = {x, scale, bias};
@@ -118,6 +120,12 @@ fuse_one(Graph *g, NodeId mu)
 	for (int i = 0; i < 8; i++)
 		g->nodes[all[i]].dead = true;
 	return true;
+}
+
+static bool
+fuse_one(Graph *g, NodeId mu)
+{
+	return fuse_layernorm(g, mu, OP_FusedLayerNorm);
 }
 
 bool

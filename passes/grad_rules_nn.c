@@ -378,6 +378,15 @@ grad_layernorm(GradCtx *c, NodeId n, const TensorId *dy)
 	return true;
 }
 
+/* fuse-train's FusedGelu: GeluGrad(dY, X), one pass. */
+bool
+grad_gelu(GradCtx *c, NodeId n, const TensorId *dy)
+{
+	TensorId in[2] = {dy[0], grad_in(c, n, 0)};
+	grad_give(c, n, 0, grad_finish(c, grad_begin(c, OP_GeluGrad, 2, in, 1, NULL)));
+	return true;
+}
+
 /* Softmax: dx = y (dy - sum(dy y)); LogSoftmax: dx = dy - exp(y) sum(dy),
  * along the axis.  Before opset 13 the axis splits the input into a
  * matrix [outer, rest] (the reduction runs over everything after it):

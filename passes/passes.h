@@ -60,13 +60,17 @@ const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
 /* The planning passes (with -train the loss, autodiff, the gradient sync
- * and the optimizer), then the kernel fusions on each rank's graph
- * (passes/fuse.h; they leave a training graph alone), then half-precision
- * arithmetic moved to f32 (legalize-half), then the schedule the emitter
- * runs; -O0 leaves the fusions out. */
-#define PASS_PLAN_PIPELINE "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign,autodiff,grad-sync,optimizer"
+ * and the optimizer; fuse-train before autodiff), then the kernel fusions
+ * on each rank's graph (passes/fuse.h; they leave a training graph alone),
+ * then half-precision arithmetic moved to f32 (legalize-half), then the
+ * schedule the emitter runs; -O0 leaves the fusions (fuse-train too) out. */
+#define PASS_PLAN_HEAD "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign"
+#define PASS_TRAIN_TAIL "autodiff,grad-sync,optimizer"
+#define PASS_PLAN_PIPELINE PASS_PLAN_HEAD "," PASS_TRAIN_TAIL
 #define PASS_FUSE_PIPELINE "fold-qdq,fold-bn,fuse-conv,fuse-dw,fuse-se,fuse-matmul,fuse-norm,fuse-softmax"
-#define PASS_DEFAULT_PIPELINE PASS_PLAN_PIPELINE "," PASS_FUSE_PIPELINE ",legalize-half,schedule,verify"
+#define PASS_DEFAULT_PIPELINE PASS_PLAN_HEAD ",fuse-train," PASS_TRAIN_TAIL "," PASS_FUSE_PIPELINE \
+	",legalize-half,schedule,verify"
+#define PASS_O0_PIPELINE PASS_PLAN_PIPELINE ",legalize-half,schedule,verify"
 
 typedef struct {
 	const char *print_before;       /* comma list of pass names, "" for none */

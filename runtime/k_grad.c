@@ -2,7 +2,8 @@
  * k_grad.c - the gradient kernels of autodiff's backward graphs, where
  * composing the ONNX kernels would not do: SoftmaxGrad, LogSoftmaxGrad,
  * LayerNormalizationGrad, ConvGradWeight, MaxPoolGrad, AveragePoolGrad,
- * GatherGrad, GatherElementsGrad and SliceGrad (docs/training.md).
+ * GatherGrad, GatherElementsGrad and SliceGrad (docs/training.md); and
+ * fuse-train's erf GELU, FusedGelu, with its GeluGrad (f32 only).
  *
  * Needs: shapes and attributes checked by tapc (ir/infer_train.c);
  * the runtime's GEMM (gemm.c) for ConvGradWeight's products.  f32 and f64.  Each kernel is
@@ -120,38 +121,63 @@ taprt_op_LogSoftmaxGrad(taprt_ctx *cx, const taprt_node *n)
  * Per row of len (the dims from axis on), with xhat = (x - mean) inv and
  * g = dY scale: dX = inv (g - mean(g) - xhat mean(g xhat)); dScale and
  * dBias sum dY xhat and dY over rows, folded onto the scale's period ns.
- * acc holds 2 ns doubles.
+ * acc holds 2 ns doubles.  In double; a scale as long as the row (every
+ * LayerNorm a transformer has) takes loops without the period's index
+ * arithmetic, vectorized (omp simd: its sums in vector lanes, then the
+ * lanes added) in the CPU's clone.
  */
 #define LNGRAD(E, T, s)                                                   \
-static void                                                               \
+TAPRT_CLONES static void                                                  \
 lngrad_##s(const T *dy, const T *x, const T *sc, T *dx, double *acc,      \
     int64_t outer, int64_t len, int64_t ns, double eps)                   \
 {                                                                         \
+	double *restrict as = acc, *restrict ab = acc + ns;               \
 	for (int64_t o = 0; o < outer; o++, dy += len, x += len) {        \
 		double mean = 0, var = 0, mg = 0, mgx = 0;                \
+		_Pragma("omp simd reduction(+:mean)")                     \
 		for (int64_t i = 0; i < len; i++)                         \
 			mean += x[i];                                     \
 		mean /= (double)len;                                      \
+		_Pragma("omp simd reduction(+:var)")                      \
 		for (int64_t i = 0; i < len; i++)                         \
 			var += (x[i] - mean) * (x[i] - mean);             \
 		var /= (double)len;                                       \
 		double inv = 1 / sqrt(var + eps);                         \
-		for (int64_t i = 0; i < len; i++) {                       \
-			double xh = (x[i] - mean) * inv, g = (double)dy[i] * sc[i % ns]; \
-			mg += g;                                          \
-			mgx += g * xh;                                    \
-			acc[i % ns] += (double)dy[i] * xh;                \
-			acc[ns + i % ns] += dy[i];                        \
+		if (ns == len) {                                          \
+			_Pragma("omp simd reduction(+:mg, mgx)")          \
+			for (int64_t i = 0; i < len; i++) {               \
+				double xh = (x[i] - mean) * inv, g = (double)dy[i] * sc[i]; \
+				mg += g;                                  \
+				mgx += g * xh;                            \
+				as[i] += (double)dy[i] * xh;              \
+				ab[i] += dy[i];                           \
+			}                                                 \
+		} else {                                                  \
+			for (int64_t i = 0; i < len; i++) {               \
+				double xh = (x[i] - mean) * inv, g = (double)dy[i] * sc[i % ns]; \
+				mg += g;                                  \
+				mgx += g * xh;                            \
+				as[i % ns] += (double)dy[i] * xh;         \
+				ab[i % ns] += dy[i];                      \
+			}                                                 \
 		}                                                         \
 		mg /= (double)len;                                        \
 		mgx /= (double)len;                                       \
-		if (dx) {                                                 \
+		if (!dx)                                                  \
+			continue;                                         \
+		if (ns == len) {                                          \
+			_Pragma("omp simd")                               \
+			for (int64_t i = 0; i < len; i++) {               \
+				double xh = (x[i] - mean) * inv;          \
+				dx[i] = (T)(inv * ((double)dy[i] * sc[i] - mg - xh * mgx)); \
+			}                                                 \
+		} else {                                                  \
 			for (int64_t i = 0; i < len; i++) {               \
 				double xh = (x[i] - mean) * inv;          \
 				dx[i] = (T)(inv * ((double)dy[i] * sc[i % ns] - mg - xh * mgx)); \
 			}                                                 \
-			dx += len;                                        \
 		}                                                         \
+		dx += len;                                                \
 	}                                                                 \
 }
 FLOAT_TYPES(LNGRAD)
@@ -202,6 +228,65 @@ taprt_op_LayerNormalizationGrad(taprt_ctx *cx, const taprt_node *n)
 	}
 	store_f(ds, acc);
 	store_f(db, acc + ns);
+}
+
+/* ---------------------------------------------------------------- GELU */
+
+/*
+ * fuse-train's erf GELU: FusedGelu y = (x (erf(x / 1.41421354) + 1)) 0.5,
+ * the f32 operations of the five nodes it replaces (Div, Erf, Add, Mul,
+ * Mul) with the runtime's erf, so the same bits; GeluGrad
+ * dx = dy (0.5 (erf(x / sqrt 2) + 1) + x exp(-x^2 / 2) / sqrt(2 pi)),
+ * torch's gelu backward, in f32.  Spans of 4096 elements shared by the
+ * team, each a loop vectorized in the CPU's clone.
+ */
+TAPRT_CLONES static void
+gelu_span(const float *dy, const float *x, float *y, int64_t n)
+{
+	if (!dy) {
+		for (int64_t i = 0; i < n; i++) {
+			float v = x[i];
+			y[i] = (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
+		}
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		float v = x[i];
+		float cdf = 0.5f * (taprt_erf_f32(v * 0.707106781f) + 1.0f);
+		float pdf = taprt_exp_f32(-0.5f * v * v) * 0.398942280f;
+		y[i] = dy[i] * (cdf + v * pdf);
+	}
+}
+
+static void
+gelu(taprt_ctx *cx, const taprt_node *n, const taprt_tensor *dy, const taprt_tensor *x,
+    taprt_tensor *y, const char *op)
+{
+	if (x->dtype != TAPRT_F32 || y->dtype != TAPRT_F32 || y->numel != x->numel ||
+	    (dy && (dy->dtype != TAPRT_F32 || dy->numel != x->numel))) {
+		taprt_fail(cx, "node '%s' (%s): expected f32 tensors of one size", n->name, op);
+		return;
+	}
+	const int64_t span = 4096, ns = (x->numel + span - 1) / span;
+	const float *dyd = dy ? dy->data : NULL, *xd = x->data;
+	float *yd = y->data;
+	#pragma omp parallel for if (TAPRT_PAR(x->numel)) schedule(static)
+	for (int64_t s = 0; s < ns; s++) {
+		int64_t i = s * span, m = x->numel - i < span ? x->numel - i : span;
+		gelu_span(dyd ? dyd + i : NULL, xd + i, yd + i, m);
+	}
+}
+
+void
+taprt_op_FusedGelu(taprt_ctx *cx, const taprt_node *n)
+{
+	gelu(cx, n, NULL, n->in[0], n->out[0], "FusedGelu");
+}
+
+void
+taprt_op_GeluGrad(taprt_ctx *cx, const taprt_node *n)
+{
+	gelu(cx, n, n->in[0], n->in[1], n->out[0], "GeluGrad");
 }
 
 /* ----------------------------------------------------------- windows */

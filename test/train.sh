@@ -217,10 +217,15 @@ fi
 # --memory-report: each rank's measured peak of activations (the arena's
 # high-water mark), at most the plan's; stage 0 of GPT at 1x2 -pp=2 with 4
 # micro-batches and no recomputation holds at most 60% under 1F1B of what
-# it holds under GPipe (2 micro-batches in flight instead of 4)
+# it holds under GPipe (2 micro-batches in flight instead of 4), on the
+# unfused graph (-O0); fuse-train's graph (its LayerNorms and GELUs store
+# less per micro-batch, so the part that does not grow with the micro-
+# batches in flight weighs more) holds less than the unfused one under
+# each schedule, and less under 1F1B than under GPipe
 mem_ratio='import sys
 peak = {}
-for s, path in (("gpipe", sys.argv[1]), ("1f1b", sys.argv[2])):
+for s, path in (("gpipe", sys.argv[1]), ("1f1b", sys.argv[2]), ("gpipe fused", sys.argv[3]),
+                ("1f1b fused", sys.argv[4])):
     for line in open(path):
         w = line.split()
         if len(w) == 8 and w[0] == "rank" and w[4] == "peak_activation_bytes":
@@ -229,24 +234,30 @@ for s, path in (("gpipe", sys.argv[1]), ("1f1b", sys.argv[2])):
                 sys.exit(1)
             if w[3] == "0":
                 peak[s] = int(w[5])
-if len(peak) != 2 or peak["1f1b"] > 0.6 * peak["gpipe"]:
+if len(peak) != 4 or peak["1f1b"] > 0.6 * peak["gpipe"] or \
+    not peak["1f1b fused"] < peak["gpipe fused"] or \
+    not peak["gpipe fused"] < peak["gpipe"] or not peak["1f1b fused"] < peak["1f1b"]:
     print("stage 0 peaks: %s" % peak)
     sys.exit(1)
-print("stage 0: 1f1b %d bytes, gpipe %d (%.0f%%)" % (peak["1f1b"], peak["gpipe"],
-      100.0 * peak["1f1b"] / peak["gpipe"]))'
+print("stage 0, -O0: 1f1b %d bytes, gpipe %d (%.0f%%); fused: %d, %d" % (peak["1f1b"],
+      peak["gpipe"], 100.0 * peak["1f1b"] / peak["gpipe"], peak["1f1b fused"],
+      peak["gpipe fused"]))'
 ok=yes
 for s in gpipe 1f1b; do
-	"$TAPC" $g -train -batch=4 -mesh 1x2 -pp=2 -microbatches=4 -schedule=$s -o "$tmp/mem-$s" \
-	    2>"$tmp/err" && make -s -C "$tmp/mem-$s" >/dev/null 2>&1 &&
-	    "$tmp/mem-$s/model" --train 1 --data test/train/gpt_untied/data --memory-report \
-	    >"$tmp/mem-$s.txt" 2>&1 || ok=no
+	for o in -O0 ""; do
+		"$TAPC" $g -train -batch=4 -mesh 1x2 -pp=2 -microbatches=4 -schedule=$s $o \
+		    -o "$tmp/mem-$s$o" 2>"$tmp/err" && make -s -C "$tmp/mem-$s$o" >/dev/null 2>&1 &&
+		    "$tmp/mem-$s$o/model" --train 1 --data test/train/gpt_untied/data --memory-report \
+		    >"$tmp/mem-$s$o.txt" 2>&1 || ok=no
+	done
 done
-if [ $ok = yes ] && "$py" -c "$mem_ratio" "$tmp/mem-gpipe.txt" "$tmp/mem-1f1b.txt" >"$tmp/cmp" 2>&1; then
+if [ $ok = yes ] && "$py" -c "$mem_ratio" "$tmp/mem-gpipe-O0.txt" "$tmp/mem-1f1b-O0.txt" \
+    "$tmp/mem-gpipe.txt" "$tmp/mem-1f1b.txt" >"$tmp/cmp" 2>&1; then
 	pass "--memory-report: measured peaks within the plan; $(cat "$tmp/cmp")"
 else
 	fail "--memory-report: $(cat "$tmp/err" "$tmp/cmp" | head -3)"
 fi
-rm -rf "$tmp/mem-gpipe" "$tmp/mem-1f1b"
+rm -rf "$tmp"/mem-gpipe* "$tmp"/mem-1f1b*
 
 # Merak's stage-aware recomputation by module (-recompute=auto): GPT at 1x3
 # -pp=3 with 4 micro-batches of 1 row and a device memory (2.03 MB) that
@@ -255,8 +266,9 @@ rm -rf "$tmp/mem-gpipe" "$tmp/mem-1f1b"
 # the paper's formula (alpha_2 = alpha_1 = 1/3 of its one module: none).
 # plan.json must say so, the 10 losses and the saved model must be torch's,
 # and stage 0's measured peak must lie strictly between -recompute=all's
-# and -recompute=none's.
-sr="-mesh,1x3,-pp=3,-microbatches=4,-cost=memory=2.03e6"
+# and -recompute=none's.  On the unfused graph (-O0): the device memory is
+# set by its modules' activations, which fuse-train's would shrink.
+sr="-mesh,1x3,-pp=3,-microbatches=4,-cost=memory=2.03e6,-O0"
 run_train gpt_untied sgd "$sr,-recompute=auto"
 kept_check='import json, sys
 st = json.load(open(sys.argv[1]))["pipeline"]["stage_table"]
@@ -365,6 +377,21 @@ rm -rf "$tmp/sub"
 
 # usage errors, one line each
 m=test/train/mlp/model.onnx
+# fuse-train: GPT's two GELUs and five LayerNorms one node each before
+# autodiff (one gradient node each), so no Erf and only the loss's
+# ReduceMean; -O0 keeps the pieces (the losses above check the function)
+for o in "" -O0; do
+	if "$TAPC" test/train/gpt_untied/model.onnx -train -batch=4 $o -emit=ir -o "$tmp/ft.ir" \
+	    2>"$tmp/err"; then
+		n="$(grep -c '= FusedGelu ' "$tmp/ft.ir") $(grep -c '= GeluGrad ' "$tmp/ft.ir")"
+		n="$n $(grep -c '= FusedLayerNorm ' "$tmp/ft.ir") $(grep -c '= Erf ' "$tmp/ft.ir")"
+		want="2 2 5 0"
+		[ -n "$o" ] && want="0 0 0 2"
+		check "fuse-train${o:+ $o}: FusedGelu, GeluGrad, FusedLayerNorm, Erf: $n" test "$n" = "$want"
+	else
+		fail "fuse-train$o: $(head -1 "$tmp/err")"
+	fi
+done
 expect_err "-schedule=zb" "expected gpipe, 1f1b or merak" "$TAPC" $m -train -schedule=zb -emit=ir
 expect_err "-recompute=some" "expected none, all or auto" "$TAPC" $m -train -recompute=some -emit=ir
 expect_err "-loss=hinge" "expected cross_entropy or mse" "$TAPC" $m -train -loss=hinge -emit=ir

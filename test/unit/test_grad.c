@@ -764,6 +764,18 @@ norms(void)
 	    "%1 = weight \"scale\" f64[1,4]\n"
 	    "%2 = LayerNormalization %0, %1 {axis=-2} : ?[?]\n"
 	    "output %2 \"y\"\n");
+	CASE("FusedLayerNorm (fuse-train's)",
+	    "%0 = weight \"x\" f64[2,3,5]\n"
+	    "%1 = weight \"scale\" f64[5]\n"
+	    "%2 = weight \"bias\" f64[5]\n"
+	    "%3 = FusedLayerNorm %0, %1, %2 {axis=-1 epsilon=0.01} : ?[?]\n"
+	    "output %3 \"y\"\n");
+	/* fuse-train's GELU (f32 only): GeluGrad against differences of
+	 * FusedGelu, over the erf's curve and both tails */
+	CASE_R("FusedGelu", -4, 4,
+	    "%0 = weight \"x\" f32[3,7]\n"
+	    "%1 = FusedGelu %0 : ?[?]\n"
+	    "output %1 \"y\"\n");
 	CASE("Softmax, middle axis",
 	    "%0 = weight \"x\" f64[2,3,4]\n"
 	    "%1 = Softmax %0 {axis=1} : ?[?]\n"
