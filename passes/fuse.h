@@ -180,9 +180,9 @@ const float *fuse_param(Graph *g, TensorId t, int64_t numel);
 const char *fuse_fresh_name(Graph *g, const char *base, const char *suffix);
 TensorId fuse_new_weight(Graph *g, const char *name, int rank, const int64_t *dims, float *data);
 
-/* The decomposed LayerNorm from its first ReduceMean mu as one node of
- * op `op` (fuse_norm.c). */
-bool fuse_layernorm(Graph *g, NodeId mu, Op op);
+/* The decomposed LayerNorm from its first ReduceMean mu as one
+ * FusedLayerNorm (fuse_norm.c). */
+bool fuse_layernorm(Graph *g, NodeId mu);
 
 /* The erf GELU torch exports on y (Div by 1.41421354, Erf, Add 1, Mul by
  * y, Mul 0.5), each node in node mm's place: its final Mul, the other four

@@ -15,7 +15,12 @@
  *   Relu, Clip, HardSigmoid, HardSwish, LeakyRelu               -> activation
  *
  * in the order act(A @ B + bias + Z): a residual comes before any
- * activation, a bias before both.
+ * activation, a bias before both.  The kernel applies them to each output
+ * row after the product (runtime/k_nn.c); the GELU with the same f32
+ * operations as the nodes it replaces.  Guarantees: the same function; one
+ * pass over the output instead of one per absorbed node (seven for
+ * bias + GELU; four for the quantized Linear's Cast, Mul, bias and
+ * activation), bit for bit: the kernels' f32 operations are the nodes'.
  *
  * Tensor parallelism: a row-parallel MatMul's product is one rank's
  * partial sum, which tp-rewrite's AllReduce adds up before Megatron's
@@ -26,13 +31,8 @@
  * replicated tensor fewer per block on every rank.  No activation moves
  * (it does not distribute over the sum), and Z must be computed before the
  * MatMul, where the fused node stays.  The one fusion across a
- * collective; its sum rounds in another order than the nodes' (the last
- * bits differ, as any change of the reduction order would).  The kernel applies them to each output
- * row after the product (runtime/k_nn.c); the GELU with the same f32
- * operations as the nodes it replaces.  Guarantees: the same function; one
- * pass over the output instead of one per absorbed node (seven for
- * bias + GELU; four for the quantized Linear's Cast, Mul, bias and
- * activation), bit for bit: the kernels' f32 operations are the nodes'.
+ * collective, and the one not bit for bit: the sum rounds in another
+ * order than the nodes'.
  */
 #include "passes/fuse.h"
 

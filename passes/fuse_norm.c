@@ -54,10 +54,10 @@ other(Graph *g, NodeId n, TensorId t)
 	return nd->in[0] == t ? nd->in[1] : nd->in[1] == t ? nd->in[0] : IR_NONE;
 }
 
-/* The pattern from ReduceMean mu, made one node of op `op` (fuse-norm's
- * and fuse-train's FusedLayerNorm). */
+/* The pattern from ReduceMean mu, made one FusedLayerNorm (fuse-norm's;
+ * fuse-train's too). */
 bool
-fuse_layernorm(Graph *g, NodeId mu, Op op)
+fuse_layernorm(Graph *g, NodeId mu)
 {
 	Node *m0 = &g->nodes[mu];
 	if (!mean_last(g, mu))
@@ -112,7 +112,7 @@ fuse_layernorm(Graph *g, NodeId mu, Op op)
 	for (int i = 1; i < 9; i++)
 		if (!fuse_same_place(g, mu, all[i]))
 			return false;
-	fuse_become(g, add, op, g->nodes[sub].name);
+	fuse_become(g, add, OP_FusedLayerNorm, g->nodes[sub].name);
 	ir_set_attr(g, add, "axis", ATTR_INT)->i = -1;
 	ir_set_attr(g, add, "epsilon", ATTR_FLOAT)->f = eps;
 	TensorId in[3] = {x, scale, bias};
@@ -122,15 +122,9 @@ fuse_layernorm(Graph *g, NodeId mu, Op op)
 	return true;
 }
 
-static bool
-fuse_one(Graph *g, NodeId mu)
-{
-	return fuse_layernorm(g, mu, OP_FusedLayerNorm);
-}
-
 bool
 pass_fuse_norm(Graph *g, PassCtx *cx)
 {
 	(void)cx;
-	return fuse_each(g, OP_ReduceMean, OP_ReduceMean, fuse_one);
+	return fuse_each(g, OP_ReduceMean, OP_ReduceMean, fuse_layernorm);
 }

@@ -14,17 +14,12 @@
  * Needs: shaped graph, the loss (Graph.loss); runs after tp-rewrite and
  * stage-assign (each pattern inside one stage: passes/fuse.h) and before
  * autodiff.  An inference graph is left to the fusion passes after
- * planning, which fuse more (the GELU into its MatMul's epilogue).  Guarantees: the same
- * function; the GELU with its nodes' f32 operations, the LayerNorm up to
- * the rounding of the mean and variance (as fuse-norm's).
+ * planning, which fuse more (the GELU into its MatMul's epilogue).
+ * Guarantees: the same function; the GELU with its nodes' f32
+ * operations, the LayerNorm up to the rounding of the mean and variance
+ * (as fuse-norm's).
  */
 #include "passes/fuse.h"
-
-static bool
-norm(Graph *g, NodeId mu)
-{
-	return fuse_layernorm(g, mu, OP_FusedLayerNorm);
-}
 
 /* div: the GELU's Div, reading its input y */
 static bool
@@ -47,6 +42,6 @@ pass_fuse_train(Graph *g, PassCtx *cx)
 	(void)cx;
 	if (g->loss == IR_NONE)
 		return true;
-	return fuse_each_any(g, OP_ReduceMean, OP_ReduceMean, norm) &&
+	return fuse_each_any(g, OP_ReduceMean, OP_ReduceMean, fuse_layernorm) &&
 	    fuse_each_any(g, OP_Div, OP_Div, gelu);
 }
