@@ -144,8 +144,10 @@ before(const Graph *g, TensorId t, NodeId n)
 	return g->tensors[t].kind != TK_VALUE || (p != IR_NONE && p < n);
 }
 
-/* A MatMul whose one reader is an AllReduce, its sum then read by an Add
- * of a bias, one of a residual, or both: the header's partial epilogue. */
+/* A MatMul whose one reader is an AllReduce (a sum over the TP group, as
+ * tp-rewrite makes it: not grad-sync's data-parallel mean), its sum then
+ * read by an Add of a bias, one of a residual, or both: the header's
+ * partial epilogue. */
 static bool
 partial(Graph *g, NodeId mm)
 {
@@ -154,7 +156,8 @@ partial(Graph *g, NodeId mm)
 	NodeId ar = fuse_sole_user(g, m->out[0]);
 	if (m->op != OP_MatMul || yt->dtype != DT_F32 || yt->rank < 1 || ar == IR_NONE ||
 	    g->nodes[ar].op != OP_AllReduce || g->nodes[ar].nout != 1 ||
-	    !fuse_same_place(g, mm, ar))
+	    !fuse_same_place(g, mm, ar) || ir_attr_int(g, ar, "mean", 0) ||
+	    strcmp(ir_attr_str(g, ar, "group", "tp"), "tp") != 0)
 		return false;
 	TensorId s = g->nodes[ar].out[0], in[4] = {m->in[0], m->in[1], IR_NONE, IR_NONE};
 	if (!fuse_same_type(&g->tensors[s], yt))
