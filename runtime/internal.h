@@ -307,6 +307,16 @@ taprt_erf_f32(float x)
 	return p / q;
 }
 
+/* The erf GELU as torch exports it, (v (erf(v / 1.41421354) + 1)) 0.5, in
+ * the f32 operations of its five nodes (Div, Erf, Add, Mul, Mul): the one
+ * formula of the fused kernels that replace them (FusedMatMul's and the
+ * 1x1 convolutions' Gelu activation, FusedGelu). */
+static inline float
+taprt_gelu_f32(float v)
+{
+	return (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
+}
+
 /* Float bits; a ? b : c on bit masks, with no branch for GCC to thread
  * (with -ftrapping-math it will not if-convert float code, and then the
  * loop does not vectorize). */

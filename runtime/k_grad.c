@@ -233,9 +233,8 @@ taprt_op_LayerNormalizationGrad(taprt_ctx *cx, const taprt_node *n)
 /* ---------------------------------------------------------------- GELU */
 
 /*
- * fuse-train's erf GELU: FusedGelu y = (x (erf(x / 1.41421354) + 1)) 0.5,
- * the f32 operations of the five nodes it replaces (Div, Erf, Add, Mul,
- * Mul) with the runtime's erf, so the same bits; GeluGrad
+ * fuse-train's erf GELU: FusedGelu y = taprt_gelu_f32(x), the f32
+ * operations of the five nodes it replaces, so the same bits; GeluGrad
  * dx = dy (0.5 (erf(x / sqrt 2) + 1) + x exp(-x^2 / 2) / sqrt(2 pi)),
  * torch's gelu backward, in f32.  Spans of 4096 elements shared by the
  * team, each a loop vectorized in the CPU's clone.
@@ -244,10 +243,8 @@ TAPRT_CLONES static void
 gelu_span(const float *dy, const float *x, float *y, int64_t n)
 {
 	if (!dy) {
-		for (int64_t i = 0; i < n; i++) {
-			float v = x[i];
-			y[i] = (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
-		}
+		for (int64_t i = 0; i < n; i++)
+			y[i] = taprt_gelu_f32(x[i]);
 		return;
 	}
 	for (int64_t i = 0; i < n; i++) {
