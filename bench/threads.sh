@@ -27,6 +27,13 @@
 # (reading the other core's data / one's own: about 1.0x near, 3x far),
 # and each row counts its rounds that ran near, far, or across a change,
 # and gives the speedups again over its near rounds alone ("-": none).
+# Each round also runs two one-thread copies of our program at once, each
+# with its own memory and nothing shared: "two copies' bound" is the
+# median over the rounds of 2 x one thread's ms / the copies' mean ms, the
+# throughput the two vCPUs give to work that never communicates in that
+# minute.  A 2-thread (or tp=2) speedup under it is what sharing the work
+# costs; the bound under 2x is what the host takes (memory, L3, a slower
+# vCPU) before any of our code.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -68,6 +75,17 @@ iterations() {
 	awk -v t="$(ours "$1" 3 1 "$2")" 'BEGIN {n = int(3000 / t) + 1; print n < 5 ? 5 : n}'
 }
 batch() { case $1 in gpt2s | bertb) echo 4 ;; *) echo 1 ;; esac; }
+# copies PROG N DATA -> the mean ms/iteration of two one-thread copies of
+# PROG run at once
+copies() {
+	ours "$1" "$2" 1 "$3" >"$work/c0" &
+	p=$!
+	ours "$1" "$2" 1 "$3" >"$work/c1"
+	wait "$p" || return 1
+	cat "$work/c0" "$work/c1" | awk '{s += $1} END {if (NR == 2) print s / 2}'
+}
+# bound A C -> the median over the rounds of 2 A[i] / C[i] (two copies' bound)
+bound() { paste "$1" "$2" | awk '{print 2 * $1 / $2}' | median | awk '{printf "%.2fx", $1}'; }
 
 mkdir -p "$gen"
 # what reading the other core's fresh data costs here, now and at the end
@@ -91,20 +109,21 @@ for m in $big $tp; do
 	[ -f "$gen/$m/model.onnx" ] || /usr/bin/python3 "$here/gen_models.py" "$gen" "$m" >/dev/null 2>&1 ||
 		die "gen_models.py $m failed (needs python3-torch)"
 done
-echo "| model | tapc 1 thr ms | tapc 2 thr ms | tapc speedup | ort 1 thr ms | ort 2 thr ms | ort speedup | ratio at 2 thr (ort/tapc) | rounds' placement | tapc speedup, near rounds | ort speedup, near rounds |"
-echo "|-------|------:|------:|-----:|------:|------:|-----:|-----:|-----|-----:|-----:|"
+echo "| model | tapc 1 thr ms | tapc 2 thr ms | tapc speedup | two copies' bound | ort 1 thr ms | ort 2 thr ms | ort speedup | ratio at 2 thr (ort/tapc) | rounds' placement | tapc speedup, near rounds | ort speedup, near rounds |"
+echo "|-------|------:|------:|-----:|-----:|------:|------:|-----:|-----:|-----|-----:|-----:|"
 for m in $big; do
 	b=$(batch "$m")
 	"$build/tapc" "$gen/$m/model.onnx" -mesh 1x1 -batch="$b" -o "$work/$m" && make -s -C "$work/$m" >/dev/null ||
 		die "$m: build failed"
 	node "$here/pb2raw.js" "$gen/$m/test_data_set_0" "$work/$m.raw"
 	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
-	: >"$work/o1"; : >"$work/o2"; : >"$work/r1"; : >"$work/r2"; : >"$work/tags"
+	: >"$work/o1"; : >"$work/o2"; : >"$work/cc"; : >"$work/r1"; : >"$work/r2"; : >"$work/tags"
 	i=0
 	before=$(placement)
 	while [ "$i" -lt "$repeats" ]; do
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m/model" "$n" 2 "$gen/$m/test_data_set_0" >>"$work/o2"
+		copies "$work/$m/model" "$n" "$gen/$m/test_data_set_0" >>"$work/cc"
 		ort "$gen/$m/model.onnx" "$work/$m.raw" "$n" 1 >>"$work/r1"
 		ort "$gen/$m/model.onnx" "$work/$m.raw" "$n" 2 >>"$work/r2"
 		tag
@@ -113,14 +132,14 @@ for m in $big; do
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); r1=$(median <"$work/r1"); r2=$(median <"$work/r2")
 	so=$(speedup "$work/o1" "$work/o2"); sr=$(speedup "$work/r1" "$work/r2"); q=$(speedup "$work/r2" "$work/o2")
 	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v r1="$r1" -v r2="$r2" -v so="$so" -v sr="$sr" -v q="$q" \
-	    -v w="$(placements)" -v no="$(near_speedup "$work/o1" "$work/o2")" \
-	    -v nr="$(near_speedup "$work/r1" "$work/r2")" 'BEGIN {
-		printf "| %s | %.4g | %.4g | %.2fx | %.4g | %.4g | %.2fx | %.2f | %s | %s | %s |\n", m, o1, o2, so, r1, r2, sr, q, w, no, nr}'
+	    -v cb="$(bound "$work/o1" "$work/cc")" -v w="$(placements)" \
+	    -v no="$(near_speedup "$work/o1" "$work/o2")" -v nr="$(near_speedup "$work/r1" "$work/r2")" 'BEGIN {
+		printf "| %s | %.4g | %.4g | %.2fx | %s | %.4g | %.4g | %.2fx | %.2f | %s | %s | %s |\n", m, o1, o2, so, cb, r1, r2, sr, q, w, no, nr}'
 done
 if [ -n "$tp" ]; then
 	echo
-	echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | rounds' placement | speedup, near rounds |"
-	echo "|-------|------:|------:|-----:|-----|-----:|"
+	echo "| model | one rank ms | tp=2 (1x2, threads backend) ms | speedup | two copies' bound | rounds' placement | speedup, near rounds |"
+	echo "|-------|------:|------:|-----:|-----:|-----|-----:|"
 fi
 for m in $tp; do
 	b=$(batch "$m")
@@ -129,18 +148,20 @@ for m in $tp; do
 		die "$m: tp=2 build failed"
 	"$work/$m-tp2/model" --check "$gen/$m/test_data_set_0" --atol 1e-4 >/dev/null || die "$m: tp=2 fails --check"
 	n=$(iterations "$work/$m/model" "$gen/$m/test_data_set_0")
-	: >"$work/o1"; : >"$work/o2"; : >"$work/tags"
+	: >"$work/o1"; : >"$work/o2"; : >"$work/cc"; : >"$work/tags"
 	i=0
 	before=$(placement)
 	while [ "$i" -lt "$repeats" ]; do
 		ours "$work/$m/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o1"
 		ours "$work/$m-tp2/model" "$n" 1 "$gen/$m/test_data_set_0" >>"$work/o2"
+		copies "$work/$m/model" "$n" "$gen/$m/test_data_set_0" >>"$work/cc"
 		tag
 		i=$((i + 1))
 	done
 	o1=$(median <"$work/o1"); o2=$(median <"$work/o2"); so=$(speedup "$work/o1" "$work/o2")
-	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v so="$so" -v w="$(placements)" \
-	    -v no="$(near_speedup "$work/o1" "$work/o2")" 'BEGIN {printf "| %s | %.4g | %.4g | %.2fx | %s | %s |\n", m, o1, o2, so, w, no}'
+	awk -v m="$m" -v o1="$o1" -v o2="$o2" -v so="$so" -v cb="$(bound "$work/o1" "$work/cc")" \
+	    -v w="$(placements)" -v no="$(near_speedup "$work/o1" "$work/o2")" 'BEGIN {
+		printf "| %s | %.4g | %.4g | %.2fx | %s | %s | %s |\n", m, o1, o2, so, cb, w, no}'
 done
 echo
 echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(getconf _NPROCESSORS_ONLN) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); load average at end: $(cut -d ' ' -f 1-3 /proc/loadavg); $repeats rounds"
