@@ -6,8 +6,13 @@
  * configure found MPI (TAPRT_HAVE_MPI).  A backend that exists but is not
  * built here is still named in the table, so the program can say so
  * instead of calling the name unknown.
+ *
+ * Also what the backends share: how long a wait spins before it sleeps.
  */
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "runtime/internal.h"
 
@@ -49,4 +54,36 @@ taprt_backends_built(void)
 #else
 	return "threads";
 #endif
+}
+
+/*
+ * A rank that arrives first at a collective spins on the others' arrival
+ * for a while, then sleeps.  Waking a sleeping thread is a futex wake-up
+ * on bare metal, but on a virtual machine the sleeper's vCPU has often
+ * been halted and the host takes up to a millisecond to run it again: a
+ * spin window of 2,000 pauses (27-33 us on the Intel Xeon VM of
+ * 2026-11-30) left GPT-2-small width at tp=2 sleeping in most all-reduces,
+ * 128.8 ms an iteration against 117 with a window of 2 ms (median of six
+ * interleaved pairs; bench/README.md).  4 ms is about what libgomp's team
+ * spins by default (300,000 pauses) before its threads sleep.  A window
+ * in time, not in polls, so that the CPU's pause latency (10 to 140
+ * cycles) and a backend's poll cost do not change it.  Only when every
+ * busy thread has a CPU: otherwise a spinning rank takes the core from
+ * the rank it waits for (eight ranks on two cores in CI).
+ */
+int64_t
+taprt_comm_spin_ns(long busy)
+{
+	const char *env = getenv("TAPRT_COMM_SPIN");
+	if (env)
+		return atoll(env) > 0 ? atoll(env) * 1000 : 0;
+	return sysconf(_SC_NPROCESSORS_ONLN) >= busy ? (int64_t)TAPRT_COMM_SPIN_US * 1000 : 0;
+}
+
+int64_t
+taprt_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }

@@ -45,11 +45,12 @@
  * order.  Negative tags (taprt_main's output gather) use a communicator of
  * their own.  Messages over 1 GiB go in pieces (MPI counts are ints).
  *
- * Waiting.  Every wait polls MPI_Test, spinning while the ranks on this
- * node fit on its CPUs and then sleeping between polls (up to 100 us), so
+ * Waiting.  Every wait polls MPI_Test, spinning for a few milliseconds
+ * while the ranks on this node and their intra-op threads fit on its CPUs
+ * (taprt_comm_spin_ns), then sleeping between polls (up to 100 us), so
  * eight ranks on two cores leave the cores to the ranks with work; MPI's
- * blocking calls would spin.  TAPRT_COMM_SPIN sets the polls before the
- * first sleep (0: sleep at once), as for the threads backend.  A wait has
+ * blocking calls would spin.  TAPRT_COMM_SPIN=US sets the spinning window
+ * in microseconds (0: sleep at once), as for the threads backend.  A wait has
  * no time limit: when a peer dies the launcher ends the job, or an MPI call
  * fails and the failure ends it (abort: MPI_Abort on the world).  Set-up
  * alone has a watchdog (below): Open MPI can spin forever there.
@@ -73,7 +74,6 @@ enum { FAIL_ALL = 1, FAIL_ME };
 enum {
 	MAX_SENDS = 32,                 /* staged sends in flight */
 	SEQ_BITS = 8,                   /* message counter bits in an MPI tag */
-	SPIN = 2000,                    /* polls before sleeping, with a core each */
 };
 #define PIECE ((int64_t)1 << 30)   /* bytes per point-to-point message */
 
@@ -93,7 +93,7 @@ struct taprt_comm {
 	int rank;
 	bool own_init;                  /* we called MPI_Init_thread: finalize too */
 	int failed;                     /* init failed: FAIL_ALL or FAIL_ME */
-	long spin;
+	int64_t spin_ns;                /* polling before the first sleep */
 	int tag_ub;
 	MPI_Comm world, ctl;            /* duplicates of the world: the program's, taprt_main's */
 	Group tp, dp, pipe;             /* this rank's */
@@ -158,13 +158,14 @@ static int
 wait_all(taprt_comm *c, int n, MPI_Request *reqs, MPI_Status *st)
 {
 	long ns = 1000;
-	for (long i = 0;; i++) {
+	const int64_t end = taprt_now_ns() + c->spin_ns;
+	for (;;) {
 		int done = 0;
 		int rc = n == 1 ? MPI_Test(reqs, &done, st ? st : MPI_STATUS_IGNORE) :
 		    MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
 		if (rc != MPI_SUCCESS || done)
 			return rc;
-		if (i >= c->spin)
+		if (taprt_now_ns() >= end)
 			nap(&ns);
 	}
 }
@@ -530,7 +531,8 @@ staging_slot(taprt_comm *c, size_t bytes, int *slot)
 {
 	int idx = MPI_UNDEFINED, flag = 0;
 	long ns = 1000;
-	for (long i = 0;; i++) {
+	const int64_t end = taprt_now_ns() + c->spin_ns;
+	for (;;) {
 		int free_slot = -1;
 		for (int k = 0; k < MAX_SENDS; k++)
 			if (c->sreq[k] == MPI_REQUEST_NULL &&
@@ -545,7 +547,7 @@ staging_slot(taprt_comm *c, size_t bytes, int *slot)
 			return rc;
 		if (flag && idx != MPI_UNDEFINED)
 			break;
-		if (i >= c->spin)
+		if (taprt_now_ns() >= end)
 			nap(&ns);
 	}
 	if (c->scap[idx] < bytes) {
@@ -814,8 +816,7 @@ mpi_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char
 	int local = 1;
 	MPI_Comm_size(node, &local);
 	MPI_Comm_free(&node);
-	const char *env = getenv("TAPRT_COMM_SPIN");
-	c->spin = env ? atol(env) : sysconf(_SC_NPROCESSORS_ONLN) >= local ? SPIN : 0;
+	c->spin_ns = taprt_comm_spin_ns((long)local * (l->threads > 1 ? l->threads : 1));
 	*world = c;
 	*first = c->rank;
 	*count = 1;

@@ -58,10 +58,11 @@
  * member that waits for it.  A buffer must not be touched between the
  * start and the completed test or the wait.
  *
- * Waiting spins briefly (only when the ranks fit on the online CPUs) and
- * then blocks on a condition variable, so oversubscribed runs (8 ranks on
- * a 2-core CI machine) do not burn the cores they need.  The environment
- * variable TAPRT_COMM_SPIN overrides the spin count (0: always block).
+ * Waiting spins for a few milliseconds (taprt_comm_spin_ns: only when the
+ * ranks and their intra-op threads fit on the online CPUs) and then blocks
+ * on a condition variable, so oversubscribed runs (8 ranks on a 2-core CI
+ * machine) do not burn the cores they need.  The environment variable
+ * TAPRT_COMM_SPIN=US sets the window in microseconds (0: always block).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -177,7 +178,7 @@ struct taprt_comm {
 struct World {
 	taprt_comm self;                /* the world handle */
 	int nranks;
-	int spin;                       /* iterations before blocking */
+	int64_t spin_ns;                /* spinning before blocking */
 	atomic_bool aborted;
 	pthread_mutex_t mu;             /* the slot table */
 	Slot *slots;
@@ -224,11 +225,7 @@ taprt_threads_world(int nranks)
 	w->self.w = w;
 	w->self.rank = -1;
 	w->nranks = nranks;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	/* spinning only pays when every rank has a core to itself; 2000
-	 * pauses are some 50-100 us, longer than a futex wake-up */
-	const char *env = getenv("TAPRT_COMM_SPIN");
-	w->spin = env ? atoi(env) : ncpu >= nranks ? 2000 : 0;
+	w->spin_ns = taprt_comm_spin_ns(nranks); /* threads_init counts their teams */
 	atomic_init(&w->aborted, false);
 	pthread_mutex_init(&w->mu, NULL);
 	for (int r = 0; r < nranks; r++) {
@@ -433,10 +430,14 @@ barrier(World *w, Slot *s)
 		}
 		return atomic_load(&w->aborted) ? ERR_CANCELED : 0;
 	}
-	for (int i = w->spin; i > 0; i--) {
-		if (atomic_load_explicit(&s->gen, memory_order_acquire) != g)
-			return atomic_load(&w->aborted) ? ERR_CANCELED : 0;
-		cpu_relax();
+	for (int64_t end = taprt_now_ns() + w->spin_ns; w->spin_ns > 0;) {
+		for (int i = 0; i < 64; i++) {
+			if (atomic_load_explicit(&s->gen, memory_order_acquire) != g)
+				return atomic_load(&w->aborted) ? ERR_CANCELED : 0;
+			cpu_relax();
+		}
+		if (taprt_now_ns() >= end)
+			break;
 	}
 	pthread_mutex_lock(&s->mu);
 	atomic_fetch_add(&s->sleepers, 1);
@@ -677,13 +678,15 @@ static int
 wait_for(taprt_comm *c, Slot *s, bool (*done)(Slot *, const void *), const void *arg)
 {
 	World *w = c->w;
+	const int64_t end = w->spin_ns > 0 ? taprt_now_ns() + w->spin_ns : 0;
 	for (int i = 0;; i++) {
 		advance_all(c);
 		if (done(s, arg))
 			return 0;
 		if (atomic_load(&w->aborted))
 			return ERR_CANCELED;
-		if (i < w->spin) {
+		/* the clock every 64 polls */
+		if (w->spin_ns > 0 && ((i & 63) || taprt_now_ns() < end)) {
 			cpu_relax();
 			continue;
 		}
@@ -925,6 +928,8 @@ threads_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, 
 		snprintf(err, errlen, "cannot set up %d rank threads: out of memory", l->nranks);
 		return -1;
 	}
+	/* each rank's team is busy too */
+	(*world)->w->spin_ns = taprt_comm_spin_ns((long)l->nranks * (l->threads > 1 ? l->threads : 1));
 	*first = 0;
 	*count = l->nranks;
 	return 0;

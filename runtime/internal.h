@@ -213,6 +213,15 @@ void taprt_unmap_files(void);
 /* The mpi backend (comm_mpi.c), in the table when configure found MPI. */
 extern const taprt_backend taprt_mpi_backend;
 
+/* How long a backend's wait spins before it sleeps, in ns (backend.c):
+ * TAPRT_COMM_SPIN microseconds when set, else TAPRT_COMM_SPIN_US when the
+ * busy threads (a node's ranks times each one's intra-op threads) fit on
+ * the online CPUs, else 0. */
+#define TAPRT_COMM_SPIN_US 4000
+int64_t taprt_comm_spin_ns(long busy);
+/* CLOCK_MONOTONIC in ns (backend.c) */
+int64_t taprt_now_ns(void);
+
 /* The threads backend's shared state (comm_threads.c): one world per
  * process, one handle per rank thread. */
 taprt_comm *taprt_threads_world(int nranks);                /* NULL on bad nranks / no memory */

@@ -733,6 +733,7 @@ taprt_main(int argc, char **argv, const taprt_program *p)
 		    argv[0], p->nranks, p->dp, p->tp, p->pp);
 		return 1;
 	}
+	m.l.threads = o.threads; /* how long a backend's waits may spin */
 	/* every input and output splits into replicas and micro-batches along
 	 * dim 0, but a scalar input (a flag), which every replica reads whole */
 	int split = m.l.dp * m.l.microbatches;

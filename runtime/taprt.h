@@ -308,6 +308,7 @@ struct taprt_layout {
 	int tp, pp, dp;                 /* degrees, >= 1 */
 	int microbatches;               /* per replica, >= 1 */
 	const int *devices;             /* rank -> device (the program's), or NULL */
+	int threads;                    /* intra-op threads a rank runs (--threads), 0 read as 1 */
 };
 
 typedef struct {

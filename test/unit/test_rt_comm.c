@@ -11,7 +11,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test/unit/util.h"
 #include "runtime/internal.h"
@@ -773,6 +775,31 @@ test_imismatch(void)
 	run_ranks(3, imismatch_rank, NULL);
 }
 
+/* How long a wait spins (backend.c, docs/runtime.md "Waiting"): 4 ms while
+ * the busy threads fit on the CPUs, none when they do not, and
+ * TAPRT_COMM_SPIN microseconds whatever they are. */
+static void
+test_spin_window(void)
+{
+	const char *was = getenv("TAPRT_COMM_SPIN");
+	char *keep = was ? strdup(was) : NULL;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsetenv("TAPRT_COMM_SPIN");
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1), 4000000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(ncpu), 4000000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(ncpu + 1), 0);
+	setenv("TAPRT_COMM_SPIN", "250", 1);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1), 250000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(ncpu + 1), 250000);
+	setenv("TAPRT_COMM_SPIN", "0", 1);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1), 0);
+	if (keep)
+		setenv("TAPRT_COMM_SPIN", keep, 1);
+	else
+		unsetenv("TAPRT_COMM_SPIN");
+	free(keep);
+}
+
 void
 suite_rt_comm(CU_pSuite s)
 {
@@ -794,4 +821,5 @@ suite_rt_comm(CU_pSuite s)
 	ADD(s, test_abort);
 	ADD(s, test_iallreduce);
 	ADD(s, test_imismatch);
+	ADD(s, test_spin_window);
 }
