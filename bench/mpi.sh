@@ -68,8 +68,12 @@ echo
 build_plan one -mesh 1x1
 build_plan tp4 -mesh 1x4 -tp=4
 one=$(/usr/bin/time -f %M "$work/one/model" --check "$data" 2>&1 >/dev/null | tail -1)
-mpirun -np 4 sh -c 'exec /usr/bin/time -f "%M" "$0" --backend=mpi --check "$1" 2>&1 >/dev/null' \
-    "$work/tp4/model" "$data" >"$work/rss" 2>&1
+# each rank's peak to a file of its own ($$: the shell that execs time):
+# four ranks' lines through mpirun's one stdout can run together
+rm -f "$work"/rss-rank.*
+mpirun -np 4 sh -c 'exec /usr/bin/time -o "$2.$$" -f "%M" "$0" --backend=mpi --check "$1" >/dev/null' \
+    "$work/tp4/model" "$data" "$work/rss-rank" >"$work/rss.log" 2>&1 || { cat "$work/rss.log" >&2; exit 1; }
+cat "$work"/rss-rank.* >"$work/rss"
 echo "| program | process | peak RSS (KiB) | of the one-rank program's |"
 echo "|---|---|---:|---:|"
 echo "| -mesh 1x1, threads | the only one | $one | 100% |"
@@ -79,7 +83,7 @@ for r in $(grep -E '^[0-9]+$' "$work/rss"); do
 	[ "$r" -gt "$max" ] && max=$r
 	k=$((k + 1))
 done
-[ "$k" = 4 ] || { echo "mpi.sh: expected 4 ranks' RSS, got $k" >&2; cat "$work/rss" >&2; exit 1; }
+[ "$k" = 4 ] || { echo "mpi.sh: expected 4 ranks' RSS, got $k" >&2; cat "$work/rss" "$work/rss.log" >&2; exit 1; }
 echo
 echo "largest rank: $(awk -v a="$max" -v b="$one" 'BEGIN { printf "%.1f%%", 100 * a / b }') of the one-rank program's peak RSS (target <= 40%)"
 echo
