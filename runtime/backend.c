@@ -59,17 +59,17 @@ taprt_backends_built(void)
 /*
  * A rank that arrives first at a collective spins on the others' arrival
  * for a while, then sleeps.  Waking a sleeping thread is a futex wake-up
- * on bare metal, but on a virtual machine the sleeper's vCPU has often
- * been halted and the host takes up to a millisecond to run it again: a
- * spin window of 2,000 pauses (27-33 us on the Intel Xeon VM of
- * 2026-11-30) left GPT-2-small width at tp=2 sleeping in most all-reduces,
- * 128.8 ms an iteration against 117 with a window of 2 ms (median of six
- * interleaved pairs; bench/README.md).  4 ms is about what libgomp's team
- * spins by default (300,000 pauses) before its threads sleep.  A window
- * in time, not in polls, so that the CPU's pause latency (10 to 140
- * cycles) and a backend's poll cost do not change it.  Only when every
- * busy thread has a CPU: otherwise a spinning rank takes the core from
- * the rank it waits for (eight ranks on two cores in CI).
+ * on bare metal, but on a virtual machine the sleeper's vCPU may have been
+ * halted, and the host has to run it again first: a spin window of 2,000
+ * pauses (27-33 us on the Intel Xeon VM of 2026-11-30) left GPT-2-small
+ * width at tp=2 sleeping in its all-reduces, its speedup over one rank
+ * 1.76x (median of eight interleaved rounds) against 1.81x with 4 ms, the
+ * slow rounds 1.40x against 1.69x (docs/runtime.md, "Waiting").  4 ms is
+ * about what libgomp's team spins by default (300,000 pauses) before its
+ * threads sleep.  A window in time, not in polls, so that the CPU's pause
+ * latency (10 to 140 cycles) and a backend's poll cost do not change it.
+ * Only when every busy thread has a CPU: otherwise a spinning rank takes
+ * the core from the rank it waits for (eight ranks on two cores in CI).
  */
 int64_t
 taprt_comm_spin_ns(long busy)
