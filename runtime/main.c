@@ -31,7 +31,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "runtime/internal.h"
@@ -116,9 +115,7 @@ usage(FILE *f, const char *argv0)
 static double
 now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+	return taprt_now_ns() / 1e6;
 }
 
 static void *
