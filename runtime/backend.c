@@ -72,11 +72,12 @@ taprt_backends_built(void)
  * the core from the rank it waits for (eight ranks on two cores in CI).
  */
 int64_t
-taprt_comm_spin_ns(long busy)
+taprt_comm_spin_ns(int ranks, int threads)
 {
 	const char *env = getenv("TAPRT_COMM_SPIN");
 	if (env)
 		return atoll(env) > 0 ? atoll(env) * 1000 : 0;
+	long busy = (long)ranks * (threads > 1 ? threads : 1);
 	return sysconf(_SC_NPROCESSORS_ONLN) >= busy ? (int64_t)TAPRT_COMM_SPIN_US * 1000 : 0;
 }
 

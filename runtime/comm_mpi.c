@@ -816,7 +816,7 @@ mpi_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, char
 	int local = 1;
 	MPI_Comm_size(node, &local);
 	MPI_Comm_free(&node);
-	c->spin_ns = taprt_comm_spin_ns((long)local * (l->threads > 1 ? l->threads : 1));
+	c->spin_ns = taprt_comm_spin_ns(local, l->threads);
 	*world = c;
 	*first = c->rank;
 	*count = 1;

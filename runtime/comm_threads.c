@@ -225,7 +225,7 @@ taprt_threads_world(int nranks)
 	w->self.w = w;
 	w->self.rank = -1;
 	w->nranks = nranks;
-	w->spin_ns = taprt_comm_spin_ns(nranks); /* threads_init counts their teams */
+	w->spin_ns = taprt_comm_spin_ns(nranks, 1); /* threads_init counts their teams */
 	atomic_init(&w->aborted, false);
 	pthread_mutex_init(&w->mu, NULL);
 	for (int r = 0; r < nranks; r++) {
@@ -929,7 +929,7 @@ threads_init(const taprt_layout *l, taprt_comm **world, int *first, int *count, 
 		return -1;
 	}
 	/* each rank's team is busy too */
-	(*world)->w->spin_ns = taprt_comm_spin_ns((long)l->nranks * (l->threads > 1 ? l->threads : 1));
+	(*world)->w->spin_ns = taprt_comm_spin_ns(l->nranks, l->threads);
 	*first = 0;
 	*count = l->nranks;
 	return 0;

@@ -215,10 +215,10 @@ extern const taprt_backend taprt_mpi_backend;
 
 /* How long a backend's wait spins before it sleeps, in ns (backend.c):
  * TAPRT_COMM_SPIN microseconds when set, else TAPRT_COMM_SPIN_US when the
- * busy threads (a node's ranks times each one's intra-op threads) fit on
- * the online CPUs, else 0. */
+ * busy threads (a node's ranks times each one's intra-op threads, 0 read
+ * as 1) fit on the online CPUs, else 0. */
 #define TAPRT_COMM_SPIN_US 4000
-int64_t taprt_comm_spin_ns(long busy);
+int64_t taprt_comm_spin_ns(int ranks, int threads);
 /* CLOCK_MONOTONIC in ns (backend.c) */
 int64_t taprt_now_ns(void);
 

@@ -785,14 +785,16 @@ test_spin_window(void)
 	char *keep = was ? strdup(was) : NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsetenv("TAPRT_COMM_SPIN");
-	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1), 4000000);
-	CU_ASSERT_EQUAL(taprt_comm_spin_ns(ncpu), 4000000);
-	CU_ASSERT_EQUAL(taprt_comm_spin_ns(ncpu + 1), 0);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1, 1), 4000000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1, 0), 4000000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns((int)ncpu, 1), 4000000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns((int)ncpu + 1, 1), 0);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1, (int)ncpu + 1), 0);
 	setenv("TAPRT_COMM_SPIN", "250", 1);
-	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1), 250000);
-	CU_ASSERT_EQUAL(taprt_comm_spin_ns(ncpu + 1), 250000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1, 1), 250000);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns((int)ncpu + 1, 1), 250000);
 	setenv("TAPRT_COMM_SPIN", "0", 1);
-	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1), 0);
+	CU_ASSERT_EQUAL(taprt_comm_spin_ns(1, 1), 0);
 	if (keep)
 		setenv("TAPRT_COMM_SPIN", keep, 1);
 	else
