@@ -83,6 +83,8 @@ static cl::opt<bool> Slice("slice", cl::desc("With a pipeline: AutoPipe's micro-
     cl::init(false), cl::cat(Cat));
 static cl::opt<bool> Subpipeline("subpipeline", cl::desc("With tensor parallelism: Merak's sub-pipelined TMP: run each micro-batch as two halves that take turns at every TP all-reduce, one half's all-reduce in flight while the other half computes (docs/pipeline.md)"),
     cl::init(false), cl::cat(Cat));
+static cl::opt<std::string> Half("half", cl::desc("f16/bf16 models (legalize-half computes them in f32): f32 keeps the f32 value between two nodes that compute in f32, as onnxruntime does (default); exact rounds every node's result to its half tensor, the ONNX result bit for bit (docs/ops.md)"),
+    cl::value_desc("f32|exact"), cl::init("f32"), cl::cat(Cat));
 static cl::opt<std::string> Search("search", cl::desc("How mesh-map searches: auto (exhaustive up to 100000 candidates, else annealing), exhaustive, anneal"),
     cl::value_desc("auto|exhaustive|anneal"), cl::init("auto"), cl::cat(Cat));
 static cl::opt<int> AnnealSteps("anneal-steps", cl::desc("Simulated annealing steps (default 500, as AMP)"),
@@ -161,6 +163,7 @@ cl_parse(int argc, char **argv, const char *overview, const char *extra, TapcOpt
 	o->eps = Eps;
 	o->schedule = Schedule.c_str();
 	o->recompute = Recompute.c_str();
+	o->half = Half.c_str();
 	o->slice = Slice;
 	o->subpipeline = Subpipeline;
 	o->anneal_steps = AnnealSteps;

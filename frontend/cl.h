@@ -47,6 +47,7 @@ typedef struct {
 	double beta1, beta2, eps;       /* AdamW's */
 	const char *schedule;           /* -schedule=gpipe|1f1b|merak, "" the best predicted */
 	const char *recompute;          /* -recompute=none|all|auto */
+	const char *half;               /* -half=f32|exact */
 	bool slice;                     /* -slice */
 	bool subpipeline;               /* -subpipeline */
 	int anneal_steps;               /* -anneal-steps=N, 0 = AMP's 500 */

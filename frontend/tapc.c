@@ -83,6 +83,10 @@ extra_help(void)
 	    "  all-reduce, one half's all-reduce in flight while the other computes). The program's\n"
 	    "  --memory-report prints each rank's measured peak of activations. -emit=plan shows\n"
 	    "  the stage table, -emit=schedule draws the schedule.\n"
+	    "\nHALF PRECISION: libtaprt computes f16/bf16 models in f32 (legalize-half). Weights\n"
+	    "  are converted once, at compile time; -half=f32 (default) keeps the f32 value between\n"
+	    "  two nodes that compute in f32 (as onnxruntime does: the fusions then see an f32\n"
+	    "  graph), -half=exact rounds every node's result to its half tensor (docs/ops.md).\n"
 	    "\nSHAPES: every symbolic dim needs a value: dim 0 (the batch) is 1 or -batch=N; others come\n"
 	    "  from -dim NAME=N or -input-shape INPUT=AxBxC. A model exported at a fixed batch is\n"
 	    "  re-specialized for -batch, -dp and micro-batches: the batch baked into its constants\n"
@@ -628,6 +632,12 @@ main(int argc, char **argv)
 		cx.recompute = RECOMPUTE_AUTO;
 	else {
 		diag_error("-recompute=%s: expected none, all or auto", o.recompute);
+		ok = false;
+	}
+	if (strcmp(o.half, "f32") == 0 || strcmp(o.half, "exact") == 0) {
+		cx.half_exact = strcmp(o.half, "exact") == 0;
+	} else {
+		diag_error("-half=%s: expected f32 or exact", o.half);
 		ok = false;
 	}
 	if (o.train && strstr(o.cost, "objective=infer")) {

@@ -38,6 +38,8 @@ typedef struct {
 	                                 * halves the micro-batch, schedule solves the count) */
 	bool subpipeline;               /* -subpipeline: Merak's sub-pipelined TMP (mesh-map
 	                                 * halves the micro-batch, schedule pairs the halves) */
+	bool half_exact;                /* -half=exact: legalize-half rounds every node's
+	                                 * result to its f16/bf16 tensor */
 } PassCtx;
 
 enum { RECOMPUTE_NONE, RECOMPUTE_ALL, RECOMPUTE_AUTO };
@@ -60,16 +62,17 @@ const PassInfo *pass_lookup(const char *name);
 
 /* The pipeline tapc runs when -passes is not given. */
 /* The planning passes (with -train the loss, autodiff, the gradient sync
- * and the optimizer; fuse-train before autodiff), then the kernel fusions
- * on each rank's graph (passes/fuse.h; they leave a training graph alone),
- * then half-precision arithmetic moved to f32 (legalize-half), then the
- * schedule the emitter runs; -O0 leaves the fusions (fuse-train too) out. */
+ * and the optimizer; fuse-train before autodiff), then half-precision
+ * arithmetic moved to f32 (legalize-half), then the kernel fusions on each
+ * rank's graph (passes/fuse.h; they leave a training graph alone), then
+ * the schedule the emitter runs; -O0 leaves the fusions (fuse-train too)
+ * out. */
 #define PASS_PLAN_HEAD "verify,fold-constants,loss,strip-aux,graph-nodes,fold-scopes,pipe-shard,mesh-map,tp-plan,tp-rewrite,stage-assign"
 #define PASS_TRAIN_TAIL "autodiff,grad-sync,optimizer"
 #define PASS_PLAN_PIPELINE PASS_PLAN_HEAD "," PASS_TRAIN_TAIL
 #define PASS_FUSE_PIPELINE "fold-qdq,fold-bn,fuse-conv,fuse-dw,fuse-se,fuse-matmul,fuse-norm,fuse-softmax"
-#define PASS_DEFAULT_PIPELINE PASS_PLAN_HEAD ",fuse-train," PASS_TRAIN_TAIL "," PASS_FUSE_PIPELINE \
-	",legalize-half,schedule,verify"
+#define PASS_DEFAULT_PIPELINE PASS_PLAN_HEAD ",fuse-train," PASS_TRAIN_TAIL ",legalize-half," \
+	PASS_FUSE_PIPELINE ",schedule,verify"
 #define PASS_O0_PIPELINE PASS_PLAN_PIPELINE ",legalize-half,schedule,verify"
 
 typedef struct {

@@ -174,6 +174,10 @@ sys.exit(not (a["chosen"] == b["chosen"] and a["top"] == b["top"] and a["candida
 check "... the same seed, the same plan" python3 -c "$samesearch" "$tmp/sa1.json" "$tmp/sa2.json"
 expect 1 "-search=magic" "$TAPC" $gpt -search=magic -emit=ir
 check "... message" has "$tmp/err" "expected auto, exhaustive or anneal"
+expect 1 "-half=fast" "$TAPC" $gpt -half=fast -emit=ir
+check "... message" has "$tmp/err" "-half=fast: expected f32 or exact"
+"$TAPC" -help >"$tmp/help" 2>&1
+check "-help explains -half" has "$tmp/help" "-half=exact rounds"
 expect 0 "on 2x8 at batch 1: no replicas" "$TAPC" $gpt -mesh 2x8 -emit=plan
 check "... dp 1" has "$tmp/out" '"degrees": {"dp": 1, '
 expect 0 "-dp=2 -pp=2 -tp=2 on 2x4" "$TAPC" $gpt -mesh 2x4 -dp=2 -pp=2 -tp=2 -batch=4 -o "$tmp/3d"

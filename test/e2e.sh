@@ -143,10 +143,12 @@ compile_check() {
 
 # Half precision: gpt, bert, cnn, resnet and mlp as the float16 models a converter makes
 # (test/e2e/to_f16.py: weights, constants, inputs and outputs f16), so that every node is
-# computed in f32 between legalize-half's Casts: at 1x1 and 1x2 (the plan tapc picks) at batch
-# 1, and gpt and resnet with -pp=2 at batch 4 (halves sent between stages), against torch's
-# float32 outputs rounded to float16, at rtol and atol 2e-2 (the half programs differ from them
-# by up to 0.012, the half weights' and activations' rounding).
+# computed in f32 by legalize-half (weights converted at compile time, f32 between the nodes,
+# then fused): at 1x1 and 1x2 (the plan tapc picks) at batch 1, and gpt and resnet with -pp=2
+# at batch 4 (halves sent between stages), and gpt, bert and cnn with -half=exact at 1x1 (each
+# node's result rounded to f16, unfused), against torch's float32 outputs rounded to float16,
+# at rtol and atol 2e-2 (the half programs differ from them by up to 0.012, the half weights'
+# and, with -half=exact, activations' rounding).
 py=${PYTHON:-/usr/bin/python3}
 for name in gpt bert cnn resnet mlp; do
 	h="$tmp/f16-$name"
@@ -157,6 +159,7 @@ for name in gpt bert cnn resnet mlp; do
 	fi
 	runs="1x1::0 1x2::0"
 	case $name in gpt|resnet) runs="$runs 1x2:-pp=2,-batch=4:1" ;; esac
+	case $name in gpt|bert|cnn) runs="$runs 1x1:-half=exact:0" ;; esac
 	for run in $runs; do
 		mesh=${run%%:*}; rest=${run#*:}; flags=$(echo "${rest%%:*}" | tr , ' '); set=${rest#*:}
 		compile_check "$name f16 -mesh $mesh${flags:+ $flags} test_data_set_$set" \

@@ -3,7 +3,9 @@
 # NODEDIR/test_*/ (made by test/node/gen.sh) through tapc.
 #
 # Each case whose operators are all listed in docs/ops.md is compiled with
-# `tapc model.onnx -mesh 1x1`, built with `make -s` and run with `--check test_data_set_0`
+# `tapc model.onnx -mesh 1x1 -half=exact` (the ONNX result of a half model: each node's result
+# rounded to its half type, as the references are), built with `make -s` and run with
+# `--check test_data_set_0`
 # (rtol 1e-4, atol 1e-5 unless test/node/tolerances.txt says otherwise); a case using any
 # other operator is "not applicable" and not counted.  A counted case must pass unless
 # test/node/expected_failures.txt lists it (`test_name  reason`); a listed case that passes
@@ -44,7 +46,7 @@ if [ "${1:-}" = --one ]; then
 		w="$NODE_WORK/b/$1"
 		log="$NODE_WORK/l/$1"
 		rm -rf "$w"
-		if ! timeout 60 "$TAPC" "$2/model.onnx" -mesh 1x1 -o "$w" >"$log" 2>&1; then
+		if ! timeout 60 "$TAPC" "$2/model.onnx" -mesh 1x1 -half=exact -o "$w" >"$log" 2>&1; then
 			result "$1" "$w" FAIL "tapc: $(grep -m1 . "$log")"
 		elif ! timeout 300 make -s -C "$w" >"$log" 2>&1; then
 			result "$1" "$w" FAIL "make: $(grep -m1 -e 'error' -e 'Error' "$log" || head -1 "$log")"
