@@ -30,6 +30,11 @@ mode, float32), like the test/e2e fixtures:
              0), Cast, Mul by the two scales, Add of the bias; built with
              onnx's helper, its reference in numpy float32 step by step
              (torch does not export dynamic quantization); opset 13
+    gpt2s16  gpt2s as the float16 model a converter makes
+             (test/e2e/to_f16.py: weights, constants, inputs and outputs
+             f16); its reference torch's float32 outputs of the model with
+             its weights rounded to float16, rounded to f16 (compare at rtol
+             and atol 2e-2, as test/e2e.sh does)
 
 Dim 0 of every input and output is symbolic ('batch'), so tapc -batch=N
 recompiles them.  Seeded: a re-run writes the same models.  Run with Debian's
@@ -37,6 +42,8 @@ python (torch 1.13, onnx 1.12), like test/e2e/gen_fixtures.py, whose classes
 and export helper this reuses.
 """
 import os
+import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -254,14 +261,22 @@ def qffn(outdir, seed=2006, batch=4, seq=128, d=768, ff=3072):
     gf.write_pb(os.path.join(ddir, 'output_0.pb'), v, 'y')
 
 
-def export(outdir, name):
+def export(outdir, name, half=False):
+    """Write OUTDIR/NAME; half: the model's parameters rounded to float16
+    values first (its reference then computed from them)."""
     if name == 'qffn':
         return qffn(outdir)
+    if name == 'gpt2s16':
+        return export_half(outdir, 'gpt2s', name)
     seed, ctor, make_inputs, out_names, opset, training, batch = MODELS[name]
     torch.manual_seed(seed)
     model = ctor()
     gf.perturb_norms(model, torch.Generator().manual_seed(seed + 1))
     model.eval()
+    if half:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.half().float())
     mdir = os.path.join(outdir, name)
     ddir = os.path.join(mdir, 'test_data_set_0')
     os.makedirs(ddir, exist_ok=True)
@@ -278,11 +293,25 @@ def export(outdir, name):
         gf.write_pb(os.path.join(ddir, 'output_%d.pb' % j), o.numpy(), n)
 
 
+def export_half(outdir, base, name):
+    """OUTDIR/NAME: model BASE as the float16 model a converter makes
+    (test/e2e/to_f16.py).  Its weights are rounded to float16 in torch
+    first, so that the reference is the half model's own function computed
+    in float32 (the converter's rounding of the weights alone moves
+    GPT-2-width logits by up to 0.125 from the float32 model's)."""
+    tmp = os.path.join(outdir, name + '.f32')
+    export(tmp, base, half=True)
+    subprocess.run([sys.executable, os.path.join(HERE, '..', 'test', 'e2e', 'to_f16.py'),
+                    os.path.join(tmp, base, 'model.onnx'), os.path.join(outdir, name),
+                    os.path.join(tmp, base, 'test_data_set_0')], check=True)
+    shutil.rmtree(tmp)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     torch.set_num_threads(1)
-    known = list(MODELS) + ['qffn']
+    known = list(MODELS) + ['qffn', 'gpt2s16']
     names = sys.argv[2:] or known
     for n in names:
         if n not in known:

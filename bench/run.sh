@@ -4,7 +4,8 @@
 # realistic-size models bench/gen_models.py writes (GPT-2-small and
 # BERT-base width at T 128 batch 4, ResNet-18, a MobileNetV3-style CNN and a
 # segmentation net at 224x224 batch 1, BERT-width feed-forward blocks as
-# onnxruntime's quantize_dynamic writes them at batch 4).
+# onnxruntime's quantize_dynamic writes them at batch 4, and the GPT-2 model
+# as a float16 converter writes it, at batch 4: gpt2s16).
 #
 # Usage: bench/run.sh [--update-readme] [BUILD_DIR]
 #
@@ -36,8 +37,8 @@
 #   BENCH_MODELS   fixtures to run (default: every test/e2e fixture)
 #   BENCH_BATCHES  fixture batches (default "1 4"; only 1 and 4 have data sets)
 #   BENCH_BIG      generated models to run (default "gpt2s bertb resnet18 mnv3
-#                  segnet qffn"; "" for none); each at its own batch (4, 4, 1, 1,
-#                  1, 4)
+#                  segnet qffn gpt2s16"; "" for none); each at its own batch (4,
+#                  4, 1, 1, 1, 4, 4); gpt2s16 checked at rtol and atol 2e-2
 #   BENCH_GEN      where bench/gen_models.py writes them (default
 #                  $BENCH_WORK/models; an existing model there is reused)
 #   BENCH_THREADS  threads per side (default 1: --threads N and onnxruntime's
@@ -79,7 +80,7 @@ build=$(cd "${build:-$root}" && pwd)
 all_fixtures=$(cd "$root/test/e2e" && for d in */; do [ -f "$d/model.onnx" ] && echo "${d%/}"; done)
 models=${BENCH_MODELS-$all_fixtures}
 batches=${BENCH_BATCHES:-1 4}
-big=${BENCH_BIG-gpt2s bertb resnet18 mnv3 segnet qffn}
+big=${BENCH_BIG-gpt2s bertb resnet18 mnv3 segnet qffn gpt2s16}
 threads=${BENCH_THREADS:-1}
 repeats=${BENCH_REPEATS:-5}
 min_ms=${BENCH_MIN_MS:-1000}
@@ -225,9 +226,11 @@ if [ -n "$big" ]; then
 		/usr/bin/python3 "$here/gen_models.py" "$gen" "$m" >"$work/gen.log" 2>&1 ||
 			{ cat "$work/gen.log" >&2; die "gen_models.py $m failed (needs python3-torch: .ci/setup --fixtures)"; }
 	done
-	checkflags="--atol 1e-4"
 	for m in $big; do
-		case $m in gpt2s | bertb | qffn) b=4 ;; *) b=1 ;; esac
+		case $m in gpt2s | gpt2s16 | bertb | qffn) b=4 ;; *) b=1 ;; esac
+		# a half model against torch's f32 outputs rounded to f16, as
+		# test/e2e.sh checks the half fixtures
+		case $m in *16) checkflags="--rtol 2e-2 --atol 2e-2" ;; *) checkflags="--atol 1e-4" ;; esac
 		bench "$m" "$b" "$gen/$m/model.onnx" "$gen/$m/test_data_set_0"
 	done
 fi
