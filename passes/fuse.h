@@ -184,10 +184,12 @@ TensorId fuse_new_weight(Graph *g, const char *name, int rank, const int64_t *di
  * FusedLayerNorm (fuse_norm.c). */
 bool fuse_layernorm(Graph *g, NodeId mu);
 
-/* The erf GELU torch exports on y (Div by 1.41421354, Erf, Add 1, Mul by
+/* The erf GELU torch exports on y (Div by a constant, Erf, Add 1, Mul by
  * y, Mul 0.5), each node in node mm's place: its final Mul, the other four
- * in chain[0..3]; IR_NONE if y's readers are not that (fuse_matmul.c). */
-NodeId fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4]);
+ * in chain[0..3], the Div's divisor in *div (torch's f32 sqrt(2),
+ * 1.41421354, or what a conversion rounded it to: f16's 1.4140625);
+ * IR_NONE if y's readers are not that (fuse_matmul.c). */
+NodeId fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4], float *div);
 
 /* Node n as a fusable activation (fuse_conv.c): its name for the fused
  * kernels' `activation` and up to two `activation_params`. */

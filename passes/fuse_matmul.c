@@ -12,6 +12,8 @@
  *   Add(y, z) with z exactly y's type                           -> residual Z
  *   the erf GELU torch exports: Div(y, 1.41421354), Erf, Add 1,
  *     Mul by y, Mul 0.5 (y read by the Div and the first Mul)   -> Gelu
+ *     (another positive divisor, as an f16 model's 1.4140625, its
+ *     activation_params)
  *   Relu, Clip, HardSigmoid, HardSwish, LeakyRelu               -> activation
  *
  * in the order act(A @ B + bias + Z): a residual comes before any
@@ -34,6 +36,8 @@
  * collective, and the one not bit for bit: the sum rounds in another
  * order than the nodes'.
  */
+#include <math.h>
+
 #include "passes/fuse.h"
 
 /* What a MatMul/FusedMatMul (FusedMatMulInteger) node has absorbed so far:
@@ -78,7 +82,7 @@ read_by_two(Graph *g, TensorId t, NodeId *a, NodeId *b)
  * (the fused node's place) and marks the chain's other nodes in
  * chain[0..3]; IR_NONE if not it.  fuse-train's too (fuse.h). */
 NodeId
-fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4])
+fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4], float *divisor)
 {
 	NodeId u0, u1, div = IR_NONE, mul1 = IR_NONE;
 	if (!read_by_two(g, y, &u0, &u1))
@@ -92,8 +96,9 @@ fuse_gelu(Graph *g, NodeId mm, TensorId y, NodeId chain[4])
 	}
 	float c;
 	if (div == IR_NONE || mul1 == IR_NONE || g->nodes[div].in[0] != y ||
-	    !fuse_scalar(g, g->nodes[div].in[1], &c) || c != 1.41421354f)
+	    !fuse_scalar(g, g->nodes[div].in[1], &c) || !(c > 0 && c < INFINITY))
 		return IR_NONE;
+	*divisor = c;
 	NodeId erf = fuse_sole_user(g, g->nodes[div].out[0]);
 	if (erf == IR_NONE || g->nodes[erf].op != OP_Erf)
 		return IR_NONE;
@@ -219,9 +224,9 @@ absorb(Graph *g, NodeId mm)
 	} else if (u != IR_NONE && fuse_same_place(g, mm, u) && !e.act &&
 	    fuse_epilogue_activation(g, u, &e.act, e.p, &e.np)) {
 		to = u;
-	} else if (u == IR_NONE && !e.act && (to = fuse_gelu(g, mm, y, chain)) != IR_NONE) {
+	} else if (u == IR_NONE && !e.act && (to = fuse_gelu(g, mm, y, chain, &e.p[0])) != IR_NONE) {
 		e.act = "Gelu";
-		e.np = 0;
+		e.np = e.p[0] != 1.41421354f; /* the default divisor unwritten */
 	}
 	if (to == IR_NONE)
 		return false;

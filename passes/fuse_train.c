@@ -27,7 +27,9 @@ gelu(Graph *g, NodeId div)
 {
 	TensorId y = g->nodes[div].in[0];
 	NodeId chain[4], to;
-	if (g->tensors[y].dtype != DT_F32 || (to = fuse_gelu(g, div, y, chain)) == IR_NONE)
+	float d;
+	if (g->tensors[y].dtype != DT_F32 || (to = fuse_gelu(g, div, y, chain, &d)) == IR_NONE ||
+	    d != 1.41421354f) /* FusedGelu's is torch's */
 		return false;
 	fuse_become(g, to, OP_FusedGelu, g->nodes[div].name);
 	fuse_set_inputs(g, to, 1, &y);

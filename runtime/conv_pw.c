@@ -49,7 +49,7 @@ act1(float v, const taprt_act *a)
 	case TAPRT_ACT_HARDSIGMOID: return TAPRT_CLAMP01(a->a * v + a->b);
 	case TAPRT_ACT_HARDSWISH: return v * TAPRT_CLAMP01(v * (1.0f / 6) + 0.5f);
 	case TAPRT_ACT_LEAKYRELU: return v < 0 ? a->a * v : v;
-	case TAPRT_ACT_GELU: return taprt_gelu_f32(v);
+	case TAPRT_ACT_GELU: return taprt_gelu_f32(v, a->a);
 	default: return v;
 	}
 }

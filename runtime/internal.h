@@ -316,14 +316,16 @@ taprt_erf_f32(float x)
 	return p / q;
 }
 
-/* The erf GELU as torch exports it, (v (erf(v / 1.41421354) + 1)) 0.5, in
- * the f32 operations of its five nodes (Div, Erf, Add, Mul, Mul): the one
- * formula of the fused kernels that replace them (FusedMatMul's and the
- * 1x1 convolutions' Gelu activation, FusedGelu). */
+/* The erf GELU as torch exports it, (v (erf(v / d) + 1)) 0.5 with d torch's
+ * f32 sqrt(2), 1.41421354 (or an f16 model's 1.4140625), in the f32
+ * operations of its five nodes (Div, Erf, Add, Mul, Mul): the one formula
+ * of the fused kernels that replace them (FusedMatMul's and the 1x1
+ * convolutions' Gelu activation, its divisor their activation_params;
+ * FusedGelu). */
 static inline float
-taprt_gelu_f32(float v)
+taprt_gelu_f32(float v, float d)
 {
-	return (v * (taprt_erf_f32(v / 1.41421354f) + 1.0f)) * 0.5f;
+	return (v * (taprt_erf_f32(v / d) + 1.0f)) * 0.5f;
 }
 
 /* Float bits; a ? b : c on bit masks, with no branch for GCC to thread
@@ -386,7 +388,7 @@ taprt_exp_f32(float x)
 enum {
 	TAPRT_ACT_NONE, TAPRT_ACT_RELU, TAPRT_ACT_CLIP, TAPRT_ACT_HARDSIGMOID,
 	TAPRT_ACT_HARDSWISH, TAPRT_ACT_LEAKYRELU,
-	TAPRT_ACT_GELU,                 /* (v * (erf(v / 1.41421354f) + 1)) * 0.5f, as torch exports it */
+	TAPRT_ACT_GELU,                 /* (v * (erf(v / a) + 1)) * 0.5f, as torch exports it (a 1.41421354f) */
 };
 typedef struct {
 	int kind;

@@ -233,7 +233,7 @@ taprt_op_LayerNormalizationGrad(taprt_ctx *cx, const taprt_node *n)
 /* ---------------------------------------------------------------- GELU */
 
 /*
- * fuse-train's erf GELU: FusedGelu y = taprt_gelu_f32(x), the f32
+ * fuse-train's erf GELU: FusedGelu y = taprt_gelu_f32(x, sqrt 2), the f32
  * operations of the five nodes it replaces, so the same bits; GeluGrad
  * dx = dy (0.5 (erf(x / sqrt 2) + 1) + x exp(-x^2 / 2) / sqrt(2 pi)),
  * torch's gelu backward, in f32.  Spans of 4096 elements shared by the
@@ -244,7 +244,7 @@ gelu_span(const float *dy, const float *x, float *y, int64_t n)
 {
 	if (!dy) {
 		for (int64_t i = 0; i < n; i++)
-			y[i] = taprt_gelu_f32(x[i]);
+			y[i] = taprt_gelu_f32(x[i], 1.41421354f);
 		return;
 	}
 	for (int64_t i = 0; i < n; i++) {

@@ -546,7 +546,7 @@ taprt_act_named(taprt_ctx *cx, const taprt_node *n, const char *name, const char
 	case TAPRT_ACT_HARDSWISH:                                          \
 		EPI(v * TAPRT_CLAMP01(v * (1.0f / 6) + 0.5f))               \
 	case TAPRT_ACT_LEAKYRELU: EPI(v < 0 ? lo * v : v)                 \
-	case TAPRT_ACT_GELU: EPI(taprt_gelu_f32(v))                       \
+	case TAPRT_ACT_GELU: EPI(taprt_gelu_f32(v, lo))                   \
 	default: EPI(v)                                                   \
 	}
 

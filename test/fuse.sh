@@ -124,15 +124,18 @@ for isa in avx2 baseline; do
 done
 readback mbconv
 compare xformer "$tmp/gen/xformer/model.onnx" "$tmp/gen/xformer/data"
-expect xformer "$tmp/xformer.ir" FusedLayerNorm 2
+expect xformer "$tmp/xformer.ir" FusedLayerNorm 3
 expect xformer "$tmp/xformer.ir" FusedSoftmax 3
 expect xformer "$tmp/xformer.ir" Softmax 0
 expect xformer "$tmp/xformer.ir" Erf 0
 expect xformer "$tmp/xformer.ir" ReduceMean 0
 n=$(grep -c 'FusedMatMul.*activation="Gelu"' "$tmp/xformer.ir")
-check "xformer: one GELU fused ($n)" test "$n" = 1
+check "xformer: two GELUs fused ($n)" test "$n" = 2
+# the second's divisor is sqrt(2) rounded to f16 (a half model's), kept as its parameter
+n=$(grep -c 'FusedMatMul.*activation="Gelu" activation_params=\[1.4140625\]' "$tmp/xformer.ir")
+check "xformer: the f16 divisor as the GELU's parameter ($n)" test "$n" = 1
 n=$(count FusedMatMul "$tmp/xformer.ir")
-check "xformer: 9 FusedMatMul ($n)" test "$n" = 9
+check "xformer: 11 FusedMatMul ($n)" test "$n" = 11
 compare qlinear "$tmp/gen/qlinear/model.onnx" "$tmp/gen/qlinear/data"
 expect qlinear "$tmp/qlinear.ir" FusedMatMulInteger 3
 expect qlinear "$tmp/qlinear.ir" MatMulInteger 1

@@ -243,6 +243,10 @@ def xformer(d):
     e = g.op('Add', [g.op('Erf', [g.op('Div', [h, g.w(f(1.41421354))])]), g.w(f(1.0))])
     h = g.op('Mul', [g.op('Mul', [h, e]), g.w(f(0.5))])
     x = g.op('Add', [x, linear(h, 4 * C, C)])
+    h = linear(ln(x), C, 2 * C)                                  # a half model's GELU:
+    e = g.op('Add', [g.op('Erf', [g.op('Div', [h, g.w(f(1.4140625))])]), g.w(f(1.0))])
+    h = g.op('Mul', [g.op('Mul', [h, e]), g.w(f(0.5))])          # sqrt(2) rounded to f16
+    x = g.op('Add', [x, linear(h, 2 * C, C)])
     y = g.op('Relu', [g.op('MatMul', [x, g.w(rng.normal(0, 0.3, (C, C)).astype(f))])])
     g.save(os.path.join(d, 'model.onnx'),
            [helper.make_tensor_value_info('x', TensorProto.FLOAT, [B, T, C]),

@@ -755,8 +755,8 @@ fused_check(const convcase *p, const char *act, const float *actp, int nactp, bo
 			v = v * fmin(1, fmax(0, v / 6 + 0.5));
 		else if (!strcmp(act, "LeakyRelu"))
 			v = v < 0 ? actp[0] * v : v;
-		else if (!strcmp(act, "Gelu"))
-			v = v * (erf(v / sqrt(2.0)) + 1) * 0.5;
+		else if (!strcmp(act, "Gelu")) /* the divisor: its parameter, or sqrt 2 */
+			v = v * (erf(v / (nactp ? actp[0] : sqrt(2.0))) + 1) * 0.5;
 		want[i] = (float)v;
 	}
 	taprt_tensor tx = rt_tensor(TAPRT_F32, x, 4, DIMS(p->n, p->c, p->in[1], p->in[2]));
@@ -873,6 +873,8 @@ static void
 conv_pointwise_cases(void)
 {
 	static const float clip[] = {0.0f, 6.0f}, hsig[] = {1.0f / 6, 0.5f}, leaky[] = {0.01f};
+	/* a GELU whose Div is by 1 (the parameter read, not sqrt 2) */
+	static const float gdiv[] = {1.0f};
 	convcase cs[] = {
 		case2d(1, 16, 72, 1, 56, 56, 1, 1, 1, 1, 0, 0, 0, 0),
 		case2d(1, 96, 576, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0),
@@ -913,6 +915,7 @@ conv_pointwise_cases(void)
 	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
 	CU_ASSERT(fused_check(&p, "LeakyRelu", leaky, 1, true));
 	CU_ASSERT(fused_check(&p, "Gelu", NULL, 0, true));
+	CU_ASSERT(fused_check(&p, "Gelu", gdiv, 1, false));
 	p = case2d(1, 96, 40, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0);
 	CU_ASSERT(fused_check(&p, "HardSwish", NULL, 0, true));
 	CU_ASSERT(fused_check(&p, "Clip", clip, 2, false));
