@@ -228,8 +228,8 @@ if [ -n "$big" ]; then
 	done
 	for m in $big; do
 		case $m in gpt2s | gpt2s16 | bertb | qffn) b=4 ;; *) b=1 ;; esac
-		# a half model against torch's f32 outputs rounded to f16, as
-		# test/e2e.sh checks the half fixtures
+		# a half model against torch's f32 outputs (of its weights rounded
+		# to f16) rounded to f16, at test/e2e.sh's half tolerance
 		case $m in *16) checkflags="--rtol 2e-2 --atol 2e-2" ;; *) checkflags="--atol 1e-4" ;; esac
 		bench "$m" "$b" "$gen/$m/model.onnx" "$gen/$m/test_data_set_0"
 	done
