@@ -59,6 +59,7 @@
 #include <string.h>
 
 #include "passes/fuse.h"
+#include "runtime/half.h"
 
 /* Runs on halves as they are: byte movement (libtaprt copies elements of
  * any size), the comparisons of Max and Min, Mod, and Cast itself.  Every
@@ -167,42 +168,14 @@ add_cast(Legal *l, NodeId at, bool after, TensorId x, TensorId y, DType dt)
 	l->slot[i] = 2 * (int64_t)at + after;
 }
 
-/* The value of an IEEE half's bits or a bf16's (both exact in f32), as
- * libtaprt's Cast computes it (NaN payloads kept). */
-static float
-half_value(uint16_t h, bool bf16)
-{
-	uint32_t bits;
-	if (bf16) {
-		bits = (uint32_t)h << 16;
-	} else {
-		uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-		if (e == 0x1f) {
-			bits = sign | 0x7f800000 | m << 13;
-		} else if (e) {
-			bits = sign | (e + 112) << 23 | m << 13;
-		} else if (!m) {
-			bits = sign;
-		} else { /* subnormal: normalized */
-			for (e = 113; !(m & 0x400); e--)
-				m <<= 1;
-			bits = sign | e << 23 | (m & 0x3ff) << 13;
-		}
-	}
-	float f;
-	memcpy(&f, &bits, sizeof f);
-	return f;
-}
-
-/* Half weight or constant t converted to an f32 one of the same kind, or
- * IR_NONE where it cannot be (no bytes here, a tensor-parallel slice, or a
- * weight the backward or optimizer reads: training keeps its own). */
+/* Half weight or constant t (f32_copy checks) converted to an f32 one of
+ * the same kind, or IR_NONE where it cannot be (no bytes here, a
+ * tensor-parallel slice, or a weight the backward or optimizer reads:
+ * training keeps its own). */
 static TensorId
 f32_weight(Graph *g, TensorId t)
 {
 	const Tensor *tt = &g->tensors[t];
-	if (tt->kind != TK_WEIGHT && tt->kind != TK_CONST)
-		return IR_NONE;
 	for (NodeId id = 0; id < g->nnodes; id++) {
 		const Node *n = &g->nodes[id];
 		if (n->dead || n->phase == PHASE_FWD)
@@ -217,8 +190,8 @@ f32_weight(Graph *g, TensorId t)
 	const int64_t n = ir_numel(tt);
 	const bool bf16 = tt->dtype == DT_BF16;
 	float *f = ir_alloc(&g->arena, sizeof *f * (size_t)(n ? n : 1));
-	for (int64_t i = 0; i < n; i++)
-		f[i] = half_value(h[i], bf16);
+	for (int64_t i = 0; i < n; i++) /* as libtaprt's Cast: exact */
+		f[i] = bf16 ? taprt_bf16_to_float(h[i]) : taprt_half_to_float(h[i]);
 	/* new tensors may move g->tensors: copied first */
 	const TensorKind kind = tt->kind;
 	const int rank = tt->rank;

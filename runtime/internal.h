@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/half.h"
 #include "runtime/taprt.h"
 
 #ifdef _OPENMP
@@ -41,27 +42,6 @@ taprt_output(const taprt_node *n, int i)
 	return i < n->nout ? n->out[i] : NULL;
 }
 
-/* An IEEE half's value (k_elementwise.c's, Cast's own). */
-float taprt_half_to_float(uint16_t h);
-
-/* A bf16's value: the high half of a float; and a float's bf16, its high
- * half (tapc's Cast truncates, as ONNX 1.12's reference does). */
-static inline float
-taprt_bf16_to_float(uint16_t h)
-{
-	uint32_t b = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static inline uint16_t
-taprt_float_to_bf16(float f)
-{
-	uint32_t b;
-	memcpy(&b, &f, 4);
-	return (uint16_t)(b >> 16);
-}
 
 /* A kernel met a dtype it does not implement. */
 static inline void

@@ -323,32 +323,8 @@ taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 
 /* ------------------------------------------------------------------- Cast */
 
-/* IEEE half <-> float, round to nearest even (bf16: internal.h's, the
- * high half of a float, truncation as ONNX 1.12's reference does). */
-float
-taprt_half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	uint32_t bits;
-	if (e == 0x1f)
-		bits = sign | 0x7f800000 | m << 13;
-	else if (e)
-		bits = sign | (e + 112) << 23 | m << 13;
-	else if (!m)
-		bits = sign;
-	else {                  /* subnormal: normalize */
-		e = 113;
-		while (!(m & 0x400)) {
-			m <<= 1;
-			e--;
-		}
-		bits = sign | e << 23 | (m & 0x3ff) << 13;
-	}
-	float f;
-	memcpy(&f, &bits, 4);
-	return f;
-}
-
+/* float -> IEEE half, round to nearest even (the other way, and bf16:
+ * half.h's) */
 static uint16_t
 float_to_half(float f)
 {
