@@ -20,10 +20,12 @@
  * the environment overrides its CPU detection -- the machines this was
  * written on export OPENBLAS_CORETYPE=Haswell, which halves sgemm's speed
  * on their AVX-512 CPU.  A program linked with -lopenblas gets no say, so
- * the runtime loads the library itself, on first use, with the core type
- * it chooses from the CPU: SKYLAKEX when the CPU and the OS support
- * AVX-512 (F, CD, BW, DQ, VL), else OpenBLAS's own detection (an inherited
- * OPENBLAS_CORETYPE is set aside while loading, and put back after).
+ * the runtime loads the library itself, with the core type it chooses
+ * from the CPU: SKYLAKEX when the CPU and the OS support AVX-512 (F, CD,
+ * BW, DQ, VL), else OpenBLAS's own detection (an inherited
+ * OPENBLAS_CORETYPE is set aside).  It does so on the first product that
+ * oneDNN does not take, so that a program whose products all go to oneDNN
+ * never maps it.
  * TAPRT_GEMM_CORE=NAME chooses an OpenBLAS core type by hand;
  * TAPRT_GEMM=openblas leaves oneDNN out, TAPRT_GEMM=portable forces the
  * fallback (tests).  taprt_gemm_name() says
@@ -58,10 +60,10 @@ static struct {
 	sgemm_fn sgemm;
 	sgemv_fn sgemv;
 	dgemm_fn dgemm;
-	void (*set_threads)(int);
 	char name[96];
 } lib;
-static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT, blas_once = PTHREAD_ONCE_INIT;
+static bool blas_wanted;                /* OpenBLAS to be loaded when needed */
 static int lib_threads = 1;
 static bool use_dnnl;                   /* large products on oneDNN's sgemm */
 
@@ -77,11 +79,20 @@ lib_load(void)
 		return;
 #ifdef HAVE_DNNL
 	use_dnnl = !(want && strcmp(want, "openblas") == 0);
+	if (use_dnnl)
+		snprintf(lib.name, sizeof lib.name, "oneDNN");
 #endif
-	/* the core type: the user's TAPRT_GEMM_CORE, else AVX-512's kernels
-	 * where the CPU has them, else OpenBLAS's detection */
-	const char *inherited = getenv("OPENBLAS_CORETYPE");
-	char *saved = inherited ? strdup(inherited) : NULL;
+	/* OpenBLAS is loaded later, by the first product that needs it
+	 * (blas_load), but its environment is set here: this runs once, from
+	 * taprt_gemm_threads before the ranks' threads start, and setenv is
+	 * not safe while other threads may read the environment.  The core
+	 * type: the user's TAPRT_GEMM_CORE, else AVX-512's kernels where the
+	 * CPU has them, else OpenBLAS's detection (an inherited
+	 * OPENBLAS_CORETYPE set aside).  And no thread pool of its own:
+	 * products are split across the rank's OpenMP threads (taprt_sgemm),
+	 * so that two runtimes' idle threads never spin against each other
+	 * on the same cores.  The program starts no processes, so the
+	 * variables stay as set. */
 	const char *core = getenv("TAPRT_GEMM_CORE");
 	if (core && *core)
 		setenv("OPENBLAS_CORETYPE", core, 1);
@@ -89,25 +100,21 @@ lib_load(void)
 		setenv("OPENBLAS_CORETYPE", "SKYLAKEX", 1);
 	else
 		unsetenv("OPENBLAS_CORETYPE");
-	/* and no thread pool of its own: products are split across the
-	 * rank's OpenMP threads (taprt_sgemm), so that two runtimes' idle
-	 * threads never spin against each other on the same cores */
-	const char *nt = getenv("OPENBLAS_NUM_THREADS");
-	char *saved_nt = nt ? strdup(nt) : NULL;
 	setenv("OPENBLAS_NUM_THREADS", "1", 1);
+	blas_wanted = true;
+}
+
+/* OpenBLAS itself, on the first product oneDNN does not take: a program
+ * whose products all go to oneDNN never maps it (2.2 MB resident with
+ * libgfortran, per process: an MPI rank's share of the memory). */
+static void
+blas_load(void)
+{
+	if (!blas_wanted)
+		return;
 	void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
-	if (saved) /* what the program's children see stays as it was */
-		setenv("OPENBLAS_CORETYPE", saved, 1);
-	else
-		unsetenv("OPENBLAS_CORETYPE");
-	if (saved_nt)
-		setenv("OPENBLAS_NUM_THREADS", saved_nt, 1);
-	else
-		unsetenv("OPENBLAS_NUM_THREADS");
-	free(saved);
-	free(saved_nt);
 	if (!h)
 		return;
 	sgemm_fn s = (sgemm_fn)dlsym(h, "cblas_sgemm");
@@ -116,21 +123,30 @@ lib_load(void)
 		dlclose(h);
 		return;
 	}
-	lib.sgemm = s;
 	lib.sgemv = (sgemv_fn)dlsym(h, "cblas_sgemv");
 	lib.dgemm = d;
-	lib.set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+	void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
 	char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
 	snprintf(lib.name, sizeof lib.name, "%sOpenBLAS %s", use_dnnl ? "oneDNN + " : "",
 	    corename ? corename() : "");
-	if (lib.set_threads)
-		lib.set_threads(1);
+	if (set_threads)
+		set_threads(1);
+	lib.sgemm = s; /* last: taprt_gemm_name reads lib.name once it is set */
 }
 
 static void
 lib_init(void)
 {
 	pthread_once(&lib_once, lib_load);
+}
+
+/* Whether OpenBLAS serves (loading it on the first call). */
+static bool
+blas_init(void)
+{
+	lib_init();
+	pthread_once(&blas_once, blas_load);
+	return lib.sgemm != NULL;
 }
 
 void
@@ -154,6 +170,8 @@ const char *
 taprt_gemm_name(void)
 {
 	lib_init();
+	if (!use_dnnl) /* OpenBLAS would serve every product */
+		blas_init();
 	return lib.name;
 }
 
@@ -206,6 +224,10 @@ lib_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
 	    ldc) == dnnl_success)
 		return;
 #endif
+	if (!blas_init()) {
+		portable_s(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+		return;
+	}
 	if (lib.sgemv && M == 1) /* c[1,N] = op(b)^T op(a)^T: b [N,K] if tb, else [K,N] */
 		lib.sgemv(ROW_MAJOR, tb ? NO_TRANS : TRANS, (int)(tb ? N : K), (int)(tb ? K : N),
 		    alpha, b, (int)ldb, a, ta ? (int)lda : 1, beta, c, 1);
@@ -225,7 +247,7 @@ sgemm_part(bool ta, bool tb, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int
 {
 	const float *ap = ta ? a + i0 : a + i0 * lda, *bp = tb ? b + j0 * ldb : b + j0;
 	float *cp = c + i0 * ldc + j0;
-	if (lib.sgemm && K > 0)
+	if (K > 0)
 		lib_sgemm(ta, tb, i1 - i0, j1 - j0, K, alpha, ap, lda, bp, ldb, beta, cp, ldc);
 	else
 		portable_s(ta, tb, i1 - i0, j1 - j0, K, alpha, ap, lda, bp, ldb, beta, cp, ldc);
@@ -248,6 +270,7 @@ taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 	}
 #endif
 #ifdef _OPENMP
+	blas_init(); /* here, before the team forks */
 	/* the rank's threads split c by rows (by columns when it is short),
 	 * in blocks of 16 so the kernels' tiles stay whole */
 	int t = taprt_team_size();
@@ -270,7 +293,7 @@ taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, cons
 		return;
 	}
 #endif
-	if (lib.sgemm && K > 0)
+	if (K > 0)
 		lib_sgemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 	else
 		portable_s(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -282,8 +305,7 @@ taprt_dgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, con
 {
 	if (M <= 0 || N <= 0)
 		return;
-	lib_init();
-	if (lib.dgemm && K > 0)
+	if (blas_init() && lib.dgemm && K > 0)
 		lib.dgemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)M, (int)N,
 		    (int)K, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 	else

@@ -249,10 +249,11 @@ void *taprt_scratch(int64_t bytes);
 
 /*
  * The one GEMM interface (gemm.c): row-major c = alpha * op(a) @ op(b) +
- * beta * c, op transposing when ta/tb; on OpenBLAS with the CPU's best
- * kernels, or a portable loop.  taprt_gemm_threads sets the library's
- * threads per calling rank; taprt_gemm_name says what serves ("OpenBLAS
- * SkylakeX").
+ * beta * c, op transposing when ta/tb; on oneDNN's sgemm (large
+ * products) and OpenBLAS with the CPU's best kernels, or a portable loop.
+ * taprt_gemm_threads, called once before the ranks' threads start, makes
+ * the choice; taprt_gemm_name says what has served ("oneDNN + OpenBLAS
+ * SkylakeX"; "oneDNN" while OpenBLAS has not been needed).
  */
 void taprt_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
     int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);

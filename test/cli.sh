@@ -336,6 +336,19 @@ for bad in "--threads 0" "--threads 1025" "--bench 0" "--bench abc" "--train 0" 
 done
 expect 0 "... --help" "$prog" --help
 check "... --threads is the rank's team" has "$tmp/out" "1 to 1024"
+# OpenBLAS is loaded on the first product oneDNN does not take: at batch
+# 2048 every one of the MLP's products (2048x10x64 the least) is oneDNN's,
+# and glibc's loader (LD_DEBUG=files) must never open it
+expect 0 "the MLP at -batch=2048" "$TAPC" $mlp -batch=2048 -o "$tmp/bigprog"
+if make -s -C "$tmp/bigprog" >"$tmp/log" 2>&1; then
+	LD_DEBUG=files "$tmp/bigprog/model" --bench 2 --threads 2 >"$tmp/out" 2>"$tmp/err"
+	if has "$tmp/out" "thread.*, oneDNN"; then
+		check "... products all on oneDNN: OpenBLAS never loaded" sh -c "! grep -q 'file=libopenblas' '$tmp/err'"
+		check "... nor named" sh -c "! grep -q 'OpenBLAS' '$tmp/out'"
+	fi
+else
+	fail "... make"; head -5 "$tmp/log"
+fi
 expect 1 "... --model naming a missing file" "$prog" --model /nonexistent.onnx --check $data
 check "... named as given" sh -c "grep -q ': /nonexistent.onnx: ' '$tmp/err' && ! grep -q '//' '$tmp/err'"
 cp test/e2e/mlp/model.onnx "$tmp/-x.onnx"

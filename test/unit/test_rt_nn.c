@@ -3,7 +3,9 @@
  * hand-computed values and, for the larger cases, naive loops written here
  * independently of the kernels' BLAS and im2col paths.
  */
+#include <dlfcn.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/internal.h"
@@ -241,6 +243,32 @@ test_matmul_types(void)
 /* --------------------------------------------------------------- Gemm */
 
 /* Y = 0.5 * A' B' + 2 C over every transpose and C broadcast. */
+/* A product too small for oneDNN loads OpenBLAS (gemm.c loads it on the
+ * first such product), unless the machine has none: the loader's own
+ * answer, not the runtime's name for it. */
+static void
+test_gemm_loads_blas(void)
+{
+	const char *want = getenv("TAPRT_GEMM");
+	if (want && strcmp(want, "portable") == 0)
+		return;
+	float a[4 * 8], b[8 * 4], c[16], ref[16];
+	seq(a, NELEM(a), 3);
+	seq(b, NELEM(b), 5);
+	ref_mm(a, b, ref, 4, 4, 8);
+	taprt_sgemm(false, false, 4, 4, 8, 1, a, 8, b, 4, 0, c, 4);
+	for (int i = 0; i < 16; i++)
+		CU_ASSERT_DOUBLE_EQUAL(c[i], ref[i], 1e-4);
+	void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD);
+	if (h) {
+		CU_ASSERT_PTR_NOT_NULL(strstr(taprt_gemm_name(), "OpenBLAS"));
+		dlclose(h);
+	} else if ((h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL))) {
+		CU_FAIL("OpenBLAS is installed and the small product did not load it");
+		dlclose(h);
+	}
+}
+
 static void
 test_gemm(void)
 {
@@ -1639,6 +1667,7 @@ suite_rt_nn(CU_pSuite s)
 	ADD(s, test_matmul_folded);
 	ADD(s, test_matmul_types);
 	ADD(s, test_gemm);
+	ADD(s, test_gemm_loads_blas);
 	ADD(s, test_gemm_int);
 	ADD(s, test_gemm_vector);
 	ADD(s, test_matmul_packed);
