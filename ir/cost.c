@@ -172,6 +172,7 @@ ir_cost_defaults(CostModel *m)
 		.bw_inter = 1.25e9,
 		.latency = 5e-6,
 		.memory = 16.0 * (1 << 30),
+		.mem_bw = 1e10,
 		.train = false,
 	};
 }

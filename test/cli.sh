@@ -70,6 +70,13 @@ expect 1 "-cost bad objective" "$TAPC" $gpt -cost=objective=fast -emit=ir
 expect 0 "-cost accepted" "$TAPC" $gpt -mesh 1x2 -cost=flops=1e14,bw_intra=3e11,latency=1e-5,objective=infer -emit=plan
 check "-cost: plan.json shows the constants" has "$tmp/out" '"flops": 1e+14'
 check "-cost: plan.json objective" has "$tmp/out" '"objective": "infer"'
+# a -mesh's default mem_bw charges each micro-batch its stage's weights: the
+# MLP at batch 32 on -pp=2 then takes 2 micro-batches (0.036-0.039 ms a
+# batch, measured) and not AMP's FLOPs-only choice, 32 of one row (0.070-0.073)
+expect 0 "-pp=2 at batch 32, default costs" "$TAPC" $mlp -batch=32 -mesh 1x2 -pp=2 -emit=plan
+check "... 2 micro-batches" has "$tmp/out" '"microbatches": 2,'
+expect 0 "... with -cost=mem_bw=0 (AMP's model)" "$TAPC" $mlp -batch=32 -mesh 1x2 -pp=2 -cost=mem_bw=0 -emit=plan
+check "... 32 micro-batches" has "$tmp/out" '"microbatches": 32,'
 # -cluster=FILE: JSON (docs/planner.md)
 cat >"$tmp/cluster.json" <<'EOF'
 {"latency": 1e-5,
