@@ -770,12 +770,26 @@ forward(An *a, NodeId n)
 			set_out(a, n, i, out);
 		break;
 	}
-	case OP_Trilu:
+	case OP_Trilu: case OP_Det:
 		if (p.axis >= rank - 2)
 			mixes(a, n, "the batch is one of its matrix axes");
 		else
 			out = p;
 		break;
+	case OP_DFT: case OP_STFT: {
+		/* the batch is the signal's axis 0, or any but the transformed
+		 * axis and the last (real or imaginary) of DFT's */
+		int64_t ax = nd->op == OP_DFT ? ir_attr_int(g, n, "axis", 1) : 1;
+		ax = ax < 0 ? ax + rank : ax;
+		if (p.axis >= 0 && (p.axis == ax || p.axis == rank - 1 || (nd->op == OP_STFT && p.axis)))
+			mixes(a, n, "the batch is an axis it transforms");
+		else
+			out = p;
+		for (int i = 1; i < nd->nin; i++)
+			if (pin(a, n, i).axis >= 0)
+				mixes(a, n, "its frame sizes or window carry the batch");
+		break;
+	}
 	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
 		out = reshape(a, n);
 		break;

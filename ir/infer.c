@@ -353,6 +353,8 @@ static const struct {
 	[OP_ConvTranspose] = {2, 3, 1, 1}, [OP_InstanceNormalization] = {3, 3, 1, 1},
 	[OP_Resize] = {1, 4, 1, 1}, [OP_Upsample] = {1, 2, 1, 1},
 	[OP_DepthToSpace] = {1, 1, 1, 1}, [OP_SpaceToDepth] = {1, 1, 1, 1},
+	[OP_Det] = {1, 1, 1, 1}, [OP_HannWindow] = {1, 1, 1, 1}, [OP_HammingWindow] = {1, 1, 1, 1},
+	[OP_BlackmanWindow] = {1, 1, 1, 1}, [OP_DFT] = {1, 2, 1, 1}, [OP_STFT] = {2, 4, 1, 1},
 };
 
 static bool
@@ -2118,6 +2120,198 @@ infer_gridsample(Graph *g, NodeId n)
 }
 
 /*
+ * Det: x [..., M, M] of a float type; the output is [...], one
+ * determinant a matrix.
+ */
+static bool
+infer_det(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	if (!want_rank(g, n, 0, 2, IR_MAX_RANK) || !want_float(g, n, 0))
+		return false;
+	if (x->dims[x->rank - 1] != x->dims[x->rank - 2]) {
+		diag_node(g, n, "input 0 is %s, expected square matrices", ts(x));
+		return false;
+	}
+	Shape s = shape_of(x);
+	s.rank -= 2;
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/* The operators of opset 17 and later exist only there. */
+static bool
+want_opset(Graph *g, NodeId n, int since)
+{
+	if (g->opset >= since)
+		return true;
+	diag_node(g, n, "%s needs opset %d or later, the model has %lld", ir_op_name(ir_node(g, n)->op),
+	    since, (long long)g->opset);
+	return false;
+}
+
+/* Input i, when present, as a scalar integer known at compile time (what
+ * sizes the output); *v untouched when the input is omitted. */
+static bool
+want_const_count(Graph *g, NodeId n, int i, const char *what, int64_t lo, int64_t *v)
+{
+	Tensor *t = in(g, n, i);
+	if (!t)
+		return true;
+	if (!want_scalar(g, n, i))
+		return false;
+	if (t->dtype != DT_I32 && t->dtype != DT_I64) {
+		diag_node(g, n, "input %d (%s) is %s, expected i32 or i64", i, what, ts(t));
+		return false;
+	}
+	const void *p = ir_value(g, ir_node(g, n)->in[i]);
+	if (!p) {
+		diag_node(g, n, "input %d '%s' is not a compile-time constant", i, t->name);
+		return false;
+	}
+	*v = elem_i(t->dtype, p, 0);
+	if (*v < lo) {
+		diag_node(g, n, "input %d (%s) is %lld, expected at least %lld", i, what, (long long)*v,
+		    (long long)lo);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * HannWindow, HammingWindow, BlackmanWindow: size, a scalar i32/i64 known
+ * at compile time; the output is [size] of output_datatype (default f32; a
+ * float type: halves computed in f32 by legalize-half).
+ */
+static bool
+infer_window(Graph *g, NodeId n)
+{
+	int64_t size = 0;
+	if (!want_opset(g, n, 17) || !want_const_count(g, n, 0, "size", 0, &size))
+		return false;
+	int64_t dt = ir_attr_int(g, n, "output_datatype", DT_F32);
+	if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16) {
+		diag_node(g, n, "output_datatype %lld: tapc makes windows of f32, f64, f16 or bf16",
+		    (long long)dt);
+		return false;
+	}
+	int64_t periodic = ir_attr_int(g, n, "periodic", 1);
+	if (periodic != 0 && periodic != 1) {
+		diag_node(g, n, "periodic %lld: expected 0 or 1", (long long)periodic);
+		return false;
+	}
+	Shape s = {1, {size}};
+	return set_out(g, n, 0, (DType)dt, &s);
+}
+
+/* A real ([..., 1]) or complex ([..., 2]) signal of a float type, rank at
+ * least lo. */
+static bool
+want_signal(Graph *g, NodeId n, int lo)
+{
+	Tensor *x = in(g, n, 0);
+	if (!want_rank(g, n, 0, lo, IR_MAX_RANK) || !want_float(g, n, 0))
+		return false;
+	if (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2) {
+		diag_node(g, n, "input 0 is %s, expected its last dim 1 (real) or 2 (complex)", ts(x));
+		return false;
+	}
+	return true;
+}
+
+/* A 0/1 attribute. */
+static bool
+flag_attr(Graph *g, NodeId n, const char *name, int64_t dflt, int64_t *v)
+{
+	*v = ir_attr_int(g, n, name, dflt);
+	if (*v == 0 || *v == 1)
+		return true;
+	diag_node(g, n, "%s %lld: expected 0 or 1", name, (long long)*v);
+	return false;
+}
+
+/*
+ * DFT: x [batch, d1, ..., dN, 1|2], the transform along axis (1 to N;
+ * negative counts from the end of x's dims), dft_length (input 1, known
+ * at compile time) the signal cut or zero-padded to; the output has
+ * dft_length values there (floor(dft_length / 2) + 1 when onesided, real
+ * inputs only) and 2 in the last dim.
+ */
+static bool
+infer_dft(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0);
+	int64_t inverse, onesided;
+	if (!want_opset(g, n, 17) || !want_signal(g, n, 3) || !flag_attr(g, n, "inverse", 0, &inverse) ||
+	    !flag_attr(g, n, "onesided", 0, &onesided))
+		return false;
+	int64_t axis = ir_attr_int(g, n, "axis", 1);
+	if (!norm_axis(g, n, &axis, x->rank))
+		return false;
+	if (axis < 1 || axis > x->rank - 2) {
+		diag_node(g, n, "axis %lld of %s: expected a signal axis, 1 to %d", (long long)axis, ts(x),
+		    x->rank - 2);
+		return false;
+	}
+	int64_t len = x->dims[axis];
+	if (!want_const_count(g, n, 1, "dft_length", 1, &len))
+		return false;
+	if (onesided && (inverse || x->dims[x->rank - 1] == 2)) {
+		diag_node(g, n, "onesided with %s: tapc computes the one-sided transform of real "
+		    "signals only", inverse ? "inverse" : "a complex input");
+		return false;
+	}
+	Shape s = shape_of(x);
+	s.d[axis] = onesided ? len / 2 + 1 : len;
+	s.d[s.rank - 1] = 2;
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/*
+ * STFT: signal [batch, length, 1|2]; frame_step (input 1) and frame_length
+ * (input 3) scalar integers known at compile time; window (input 2) a
+ * vector of the signal's type, as long as a frame (its length is the
+ * frame's when frame_length is omitted).  The output is [batch, frames,
+ * bins, 2]: frames = (length - frame_length) / frame_step + 1, bins =
+ * frame_length / 2 + 1 when onesided (the default; real signals only),
+ * else frame_length.
+ */
+static bool
+infer_stft(Graph *g, NodeId n)
+{
+	Tensor *x = in(g, n, 0), *w = in(g, n, 2);
+	int64_t onesided, step = 0, flen = -1;
+	if (!want_opset(g, n, 17) || !want_signal(g, n, 3) || !want_rank(g, n, 0, 3, 3) ||
+	    !flag_attr(g, n, "onesided", 1, &onesided) ||
+	    !want_const_count(g, n, 1, "frame_step", 1, &step) ||
+	    !want_const_count(g, n, 3, "frame_length", 1, &flen))
+		return false;
+	if (w && (!want_rank(g, n, 2, 1, 1) || !same_dtype(g, n, 0, 2)))
+		return false;
+	if (!w && flen < 0) {
+		diag_node(g, n, "neither a window nor a frame_length: the frame's length is unknown");
+		return false;
+	}
+	if (w && flen >= 0 && w->dims[0] != flen) {
+		diag_node(g, n, "the window is %s, frame_length %lld", ts(w), (long long)flen);
+		return false;
+	}
+	if (flen < 0)
+		flen = w->dims[0];
+	if (flen < 1 || flen > x->dims[1]) {
+		diag_node(g, n, "frames of %lld samples from a signal of %lld", (long long)flen,
+		    (long long)x->dims[1]);
+		return false;
+	}
+	if (onesided && x->dims[2] == 2) {
+		diag_node(g, n, "onesided with a complex signal: tapc computes the one-sided transform "
+		    "of real signals only");
+		return false;
+	}
+	Shape s = {4, {x->dims[0], (x->dims[1] - flen) / step + 1, onesided ? flen / 2 + 1 : flen, 2}};
+	return set_out(g, n, 0, x->dtype, &s);
+}
+
+/*
  * ReverseSequence: x of rank 2 or more, sequence_lens i64 [batch];
  * time_axis and batch_axis 0 and 1, either order.  The output is x's.
  */
@@ -2755,6 +2949,10 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_Tile: return infer_tile(g, n);
 	case OP_Trilu: return infer_trilu(g, n);
 	case OP_EyeLike: return infer_eyelike(g, n);
+	case OP_Det: return infer_det(g, n);
+	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: return infer_window(g, n);
+	case OP_DFT: return infer_dft(g, n);
+	case OP_STFT: return infer_stft(g, n);
 	case OP_Pad: return infer_pad(g, n);
 	case OP_GatherElements: return infer_gather_elements(g, n);
 	case OP_ScatterElements: case OP_Scatter: return infer_scatter_elements(g, n);

@@ -836,6 +836,25 @@ def cases_hostile():
     ir_case("ir_runtime_reshape", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
             '  %1 = input "s" i64[2]\n  %2 = Reshape %0, %1 : f32[2,2]   # r\n  output %2 "y"\n',
             "node 'r' (Reshape): input 1 's' is not a compile-time constant")
+    # Det and the signal operators of opset 17 (ir/infer.c)
+    ir_case("ir_det_not_square", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[2,3]\n'
+            '  %1 = Det %0 : f32[]   # det\n  output %1 "y"\n',
+            "node 'det' (Det): input 0 is f32[2,3], expected square matrices")
+    ir_case("ir_window_opset", 'graph "g" model="m.onnx" opset=13\n  %0 = input "n" i64[]\n'
+            '  %1 = HannWindow %0 : f32[4]   # w\n  output %1 "y"\n',
+            "node 'w' (HannWindow): HannWindow needs opset 17 or later, the model has 13")
+    ir_case("ir_window_size_runtime", 'graph "g" model="m.onnx" opset=17\n  %0 = input "n" i64[]\n'
+            '  %1 = HannWindow %0 : f32[4]   # w\n  output %1 "y"\n',
+            "node 'w' (HannWindow): input 0 'n' is not a compile-time constant")
+    ir_case("ir_dft_onesided_complex", 'graph "g" model="m.onnx" opset=17\n'
+            '  %0 = input "x" f32[1,8,2]\n  %1 = DFT %0 {onesided=1} : f32[1,5,2]   # d\n'
+            '  output %1 "y"\n',
+            "node 'd' (DFT): onesided with a complex input: tapc computes the one-sided "
+            "transform of real signals only")
+    ir_case("ir_dft_axis", 'graph "g" model="m.onnx" opset=17\n'
+            '  %0 = input "x" f32[1,8,1]\n  %1 = DFT %0 {axis=2} : f32[1,8,2]   # d\n'
+            '  output %1 "y"\n',
+            "node 'd' (DFT): axis 2 of f32[1,8,1]: expected a signal axis, 1 to 1")
     ir_case("ir_attr_type", 'graph "g" model="m.onnx" opset=13\n  %0 = input "x" f32[4]\n'
             '  %1 = Softmax %0 {axis=0.5} : f32[4]   # sm\n  output %1 "y"\n',
             "node 'sm' (Softmax): attribute 'axis' is FLOAT, expected INT")

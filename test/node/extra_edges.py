@@ -32,7 +32,8 @@
 # cross_entropy: weights, ignore_index inside and outside [0, C), every target ignored, i32
 # targets, the three reductions, spatial dims, f64.  And LRN (against torch's, and the spec's window
 # for an even size), MeanVarianceNormalization over chosen axes, ReverseSequence, and GridSample's
-# eighteen modes against torch's grid_sample.  Needs
+# eighteen modes against torch's grid_sample.  And Det, the windows, DFT and STFT against torch
+# (torch.linalg.det, torch's windows, torch.fft, torch.stft).  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
 import os
@@ -529,6 +530,95 @@ def gridsample(out):
     write(out, "gridsample_modes_torch", nodes, [("x", x), ("g", grid)], outs, opset=16)
 
 
+def signal(out):
+    """Det against torch.linalg.det (a batch of 5x5, f64, a singular matrix, 1x1); the windows
+    against torch's (Hamming with the spec's 25/46 and 21/46; the official cases' references
+    use pi = 3.1415), periodic and symmetric, f32 and f64; DFT against torch.fft (real and
+    complex, forward and inverse, onesided, a dft_length that pads and one that cuts, an inner
+    axis, a negative one, f64); STFT against torch.stft (center=False: Hann window, a frame
+    without a window, onesided and two-sided of a complex signal)."""
+    rng = np.random.default_rng(20261201)     # its own: the other cases' data stay as they were
+    T = torch.from_numpy
+    x = rng.standard_normal((3, 4, 5, 5)).astype(F32)
+    xd = rng.standard_normal((2, 3, 3))
+    xs = rng.standard_normal((2, 4, 4)).astype(F32)
+    xs[1, 3] = 2 * xs[1, 1] - xs[1, 0]        # a singular matrix: its determinant 0
+    x1 = rng.standard_normal((3, 1, 1)).astype(F32)
+    outs = [(n, torch.linalg.det(T(a)).numpy()) for n, a in (("y", x), ("yd", xd), ("ys", xs), ("y1", x1))]
+    write(out, "det_torch", [helper.make_node("Det", [i], [o]) for i, o in
+                             (("x", "y"), ("xd", "yd"), ("xs", "ys"), ("x1", "y1"))],
+          [("x", x), ("xd", xd), ("xs", xs), ("x1", x1)], outs, opset=11)
+
+    nodes, inits, outs, ins = [], [], [], []
+    for op, size, periodic, dt in (("HannWindow", 16, 1, F32), ("HannWindow", 7, 0, np.float64),
+                                   ("HammingWindow", 10, 1, F32), ("HammingWindow", 10, 0, F32),
+                                   ("BlackmanWindow", 12, 1, F32), ("BlackmanWindow", 9, 0, np.float64)):
+        tag = "%s_%d_%d" % (op, size, periodic)
+        td = torch.float64 if dt == np.float64 else torch.float32
+        if op == "HannWindow":
+            w = torch.hann_window(size, periodic=bool(periodic), dtype=td)
+        elif op == "HammingWindow":
+            w = torch.hamming_window(size, periodic=bool(periodic), alpha=25 / 46, beta=21 / 46, dtype=td)
+        else:
+            w = torch.blackman_window(size, periodic=bool(periodic), dtype=td)
+        # y = window + x: the graph has an input, and the window is not folded away
+        xin = rng.standard_normal(size).astype(dt)
+        inits.append(("n_" + tag, np.array(size, dtype=np.int64)))
+        nodes += [helper.make_node(op, ["n_" + tag], ["w_" + tag], periodic=periodic,
+                                   output_datatype=11 if dt == np.float64 else 1),
+                  helper.make_node("Add", ["w_" + tag, "x_" + tag], ["y_" + tag])]
+        ins.append(("x_" + tag, xin))
+        outs.append(("y_" + tag, (w + T(xin)).numpy()))
+    write(out, "windows_torch", nodes, ins, outs, inits=inits, opset=17)
+
+    def real(c):                               # complex [...] -> [..., 2]
+        return torch.view_as_real(c).numpy()
+    xr = rng.standard_normal((2, 12, 3)).astype(F32)
+    xc = rng.standard_normal((2, 12, 3, 2)).astype(F32)
+    xd = rng.standard_normal((2, 3, 10))
+    cases = [  # name, input, attrs, dft_length, reference
+        ("y_real", xr[..., None], dict(axis=1), None, real(torch.fft.fft(T(xr), dim=1))),
+        ("y_onesided", xr[..., None], dict(axis=1, onesided=1), None, real(torch.fft.rfft(T(xr), dim=1))),
+        ("y_pad", xr[..., None], dict(axis=1), 16, real(torch.fft.fft(T(xr), n=16, dim=1))),
+        ("y_cut_onesided", xr[..., None], dict(axis=1, onesided=1), 9,
+         real(torch.fft.rfft(T(xr), n=9, dim=1))),
+        ("y_complex", xc, dict(axis=2), None, real(torch.fft.fft(torch.view_as_complex(T(xc)), dim=2))),
+        ("y_inverse", xc, dict(axis=-2, inverse=1), None,
+         real(torch.fft.ifft(torch.view_as_complex(T(xc)), dim=2))),
+        ("y_f64", xd[..., None], dict(axis=2), None, real(torch.fft.fft(T(xd), dim=2))),
+    ]
+    nodes, ins, inits, outs = [], [], [], []
+    for name, xin, attrs, n, ref in cases:
+        ins.append(("x" + name[1:], xin))
+        args = ["x" + name[1:]]
+        if n is not None:
+            inits.append(("n" + name[1:], np.array(n, dtype=np.int64)))
+            args.append("n" + name[1:])
+        nodes.append(helper.make_node("DFT", args, [name], **attrs))
+        outs.append((name, ref.astype(xin.dtype)))
+    write(out, "dft_torch", nodes, ins, outs, inits=inits, opset=17)
+
+    sig = rng.standard_normal((2, 64)).astype(F32)
+    sigc = rng.standard_normal((2, 40, 2)).astype(F32)
+    win = torch.hann_window(16)
+    ref = torch.stft(T(sig), 16, hop_length=4, window=win, center=False, onesided=True,
+                     return_complex=True)                              # [B, bins, frames]
+    ref_nowin = torch.stft(T(sig), 8, hop_length=5, window=torch.ones(8), center=False,
+                           onesided=True, return_complex=True)
+    refc = torch.stft(torch.view_as_complex(T(sigc)), 8, hop_length=3, window=torch.ones(8),
+                      center=False, onesided=False, return_complex=True)
+    write(out, "stft_torch",
+          [helper.make_node("STFT", ["s", "step4", "win"], ["y"]),
+           helper.make_node("STFT", ["s", "step5", "", "len8"], ["y_nowin"]),
+           helper.make_node("STFT", ["sc", "step3", "", "len8"], ["y_complex"], onesided=0)],
+          [("s", sig[..., None]), ("sc", sigc)],
+          [("y", real(ref.transpose(1, 2))), ("y_nowin", real(ref_nowin.transpose(1, 2))),
+           ("y_complex", real(refc.transpose(1, 2)))],
+          inits=[("step4", np.array(4, dtype=np.int64)), ("step5", np.array(5, dtype=np.int64)),
+                 ("step3", np.array(3, dtype=np.int64)), ("len8", np.array(8, dtype=np.int64)),
+                 ("win", win.numpy())], opset=17)
+
+
 def conv_int(x, w, pads, strides, dils, group):
     """Conv over int64 operands already less their zero points (the pads 0), N-D, groups."""
     ns = x.ndim - 2
@@ -713,6 +803,7 @@ def main():
     losses(out)
     norms(out)
     gridsample(out)
+    signal(out)
     quantized(out)
     return 0
 
