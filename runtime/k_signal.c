@@ -9,12 +9,11 @@
  * Every value is computed in double and rounded once to the output's
  * type.  The windows are ONNX's formulas with the exact pi (the ONNX 1.12
  * backend tests' references use 3.1415; torch and onnxruntime pi).  The
- * transforms are direct sums, O(N K) for a signal of N samples and K
- * outputs, the twiddles e^(-2 pi i m / L) read from a table of L values at
- * m = k n mod L (an exact index, so every angle is as exact as one cos and
- * one sin of it): right for any length, and slower than an FFT on long
- * frames (docs/ops.md says where this matters).  Det is LU factorization
- * with partial pivoting.
+ * transforms are a mixed-radix FFT (radix 4 and 2 butterflies written out,
+ * any other prime factor p a direct length-p sum: O(L p) for it), every
+ * twiddle e^(-2 pi i j / L) read from one table of L values computed from
+ * its own angle.  Debian's kissfft (BSD) is float only and FFTW is GPL, so
+ * the FFT is tapc's.  Det is LU factorization with partial pivoting.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -141,6 +140,10 @@ taprt_op_BlackmanWindow(taprt_ctx *cx, const taprt_node *n)
 
 /* ------------------------------------------------------------ transforms */
 
+typedef struct {
+	double re, im;
+} cplx;
+
 /* A scalar i32 or i64 input (a length, a step). */
 static int64_t
 count(const taprt_tensor *t)
@@ -148,48 +151,161 @@ count(const taprt_tensor *t)
 	return t->dtype == TAPRT_I64 ? *(const int64_t *)t->data : *(const int32_t *)t->data;
 }
 
-/* cos and sin of 2 pi m / L for m in [0, L) */
-static double *
-twiddles(taprt_ctx *cx, const taprt_node *n, int64_t L)
+/*
+ * A length-L transform: L's factors (4s first, then 2, 3, 5 and any other
+ * primes) and the table of e^(sign 2 pi i j / L), j < L, each from its own
+ * exact angle.  The largest factor sizes a thread's scratch.
+ */
+typedef struct {
+	int64_t L, nf, f[64], pmax;
+	double sign;
+	cplx *tw;
+} Plan;
+
+static bool
+plan_make(taprt_ctx *cx, const taprt_node *n, Plan *p, int64_t L, double sign)
 {
-	double *t = xmalloc(cx, n, (size_t)(2 * L) * sizeof *t);
-	for (int64_t m = 0; t && m < L; m++) {
-		t[2 * m] = cos(2 * M_PI * (double)m / (double)L);
-		t[2 * m + 1] = sin(2 * M_PI * (double)m / (double)L);
+	*p = (Plan){.L = L, .sign = sign, .pmax = 1};
+	int64_t r = L;
+	for (int64_t d = 4; r > 1; d = d == 4 ? 2 : d == 2 ? 3 : d + 2) {
+		if (d * d > r && d > 4)
+			d = r; /* what is left is prime */
+		while (r % d == 0) {
+			p->f[p->nf++] = d;
+			p->pmax = d > p->pmax ? d : p->pmax;
+			r /= d;
+		}
 	}
-	return t;
+	if (!p->nf)
+		p->f[p->nf++] = 1;
+	p->tw = xmalloc(cx, n, (size_t)L * sizeof *p->tw);
+	for (int64_t j = 0; p->tw && j < L; j++) {
+		double a = 2 * M_PI * (double)j / (double)L;
+		p->tw[j] = (cplx){cos(a), sign * sin(a)};
+	}
+	return p->tw != NULL;
+}
+
+static inline cplx
+cmul(cplx a, cplx b)
+{
+	return (cplx){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+
+/*
+ * Mixed-radix decimation in time: out[k], k < n, the transform of in[i *
+ * is], i < n, where n = L / ts (ts: this level's stride through the
+ * table) and f its factors.  Each level transforms its p sub-sequences
+ * into out's p blocks of m = n / p, then combines them: out[k + v m] =
+ * sum over u of W_n^(u k) block_u[k] W_p^(u v), with u k ts < L, so every
+ * twiddle is a table entry.
+ */
+static void
+fft(const Plan *pl, cplx *out, const cplx *in, int64_t is, const int64_t *f, int64_t ts, int64_t n,
+    cplx *sc)
+{
+	int64_t p = f[0], m = n / p;
+	if (m == 1)
+		for (int64_t u = 0; u < p; u++)
+			out[u] = in[u * is];
+	else
+		for (int64_t u = 0; u < p; u++)
+			fft(pl, out + u * m, in + u * is, is * p, f + 1, ts * p, m, sc);
+	const cplx *tw = pl->tw;
+	if (p == 2) {
+		for (int64_t k = 0; k < m; k++) {
+			cplx a = out[k], b = cmul(out[k + m], tw[k * ts]);
+			out[k] = (cplx){a.re + b.re, a.im + b.im};
+			out[k + m] = (cplx){a.re - b.re, a.im - b.im};
+		}
+	} else if (p == 4) {
+		double s = pl->sign; /* W_4 = s i: W z = s (-z.im, z.re) */
+		for (int64_t k = 0; k < m; k++) {
+			cplx b0 = out[k], b1 = cmul(out[k + m], tw[k * ts]);
+			cplx b2 = cmul(out[k + 2 * m], tw[2 * k * ts]), b3 = cmul(out[k + 3 * m], tw[3 * k * ts]);
+			cplx e = {b0.re + b2.re, b0.im + b2.im}, d = {b0.re - b2.re, b0.im - b2.im};
+			cplx g = {b1.re + b3.re, b1.im + b3.im}, h = {b1.re - b3.re, b1.im - b3.im};
+			cplx wh = {-s * h.im, s * h.re};
+			out[k] = (cplx){e.re + g.re, e.im + g.im};
+			out[k + m] = (cplx){d.re + wh.re, d.im + wh.im};
+			out[k + 2 * m] = (cplx){e.re - g.re, e.im - g.im};
+			out[k + 3 * m] = (cplx){d.re - wh.re, d.im - wh.im};
+		}
+	} else {
+		int64_t step = m * ts; /* W_p = W_L^(L / p) */
+		for (int64_t k = 0; k < m; k++) {
+			for (int64_t u = 0; u < p; u++)
+				sc[u] = cmul(out[k + u * m], tw[u * k * ts]);
+			for (int64_t v = 0; v < p; v++) {
+				cplx acc = {0, 0};
+				for (int64_t u = 0, e = 0; u < p; u++, e = e + v >= p ? e + v - p : e + v)
+					acc = (cplx){acc.re + sc[u].re * tw[e * step].re - sc[u].im * tw[e * step].im,
+					    acc.im + sc[u].re * tw[e * step].im + sc[u].im * tw[e * step].re};
+				out[k + v * m] = acc;
+			}
+		}
+	}
 }
 
 /*
  * K outputs of the length-L transform of one signal: x[i * xs] (and the
- * imaginary part at + 1 when cplx) for i < N, zero past N (N <= L); out[k *
- * ys] and + 1, k < K.  sign -1: forward; +1 with scale 1 / L: inverse.  w,
- * when given, multiplies sample i.
+ * imaginary part at + 1 when cplx) for i < N, zero past N (N <= L), times
+ * w[i] when given; out[k * ys] and + 1, k < K, times scale.  buf: 2 L +
+ * pmax values of the calling thread's.
  */
 static void
-transform(const taprt_tensor *X, int64_t x0, int64_t xs, bool cplx, int64_t N, const taprt_tensor *W,
-    taprt_tensor *Y, int64_t y0, int64_t ys, int64_t K, int64_t L, const double *tw, double sign,
-    double scale)
+transform(const Plan *pl, const taprt_tensor *X, int64_t x0, int64_t xs, bool cplx_in, int64_t N,
+    const taprt_tensor *W, taprt_tensor *Y, int64_t y0, int64_t ys, int64_t K, double scale,
+    cplx *buf)
 {
-	for (int64_t k = 0; k < K; k++) {
-		double re = 0, im = 0;
-		int64_t m = 0; /* k i mod L */
-		for (int64_t i = 0; i < N; i++) {
-			double xr = rd(X, x0 + i * xs), xi = cplx ? rd(X, x0 + i * xs + 1) : 0;
-			if (W) {
-				double w = rd(W, i);
-				xr *= w;
-				xi *= w;
-			}
-			double c = tw[2 * m], s = sign * tw[2 * m + 1];
-			re += xr * c - xi * s;
-			im += xr * s + xi * c;
-			m += k; /* k < L */
-			m = m >= L ? m - L : m;
-		}
-		wr(Y, y0 + k * ys, re * scale);
-		wr(Y, y0 + k * ys + 1, im * scale);
+	int64_t L = pl->L;
+	cplx *in = buf, *out = buf + L, *sc = buf + 2 * L;
+	for (int64_t i = 0; i < N; i++) {
+		double w = W ? rd(W, i) : 1;
+		in[i] = (cplx){rd(X, x0 + i * xs) * w, cplx_in ? rd(X, x0 + i * xs + 1) * w : 0};
 	}
+	for (int64_t i = N; i < L; i++)
+		in[i] = (cplx){0, 0};
+	fft(pl, out, in, 1, pl->f, 1, L, sc);
+	for (int64_t k = 0; k < K; k++) {
+		wr(Y, y0 + k * ys, out[k].re * scale);
+		wr(Y, y0 + k * ys + 1, out[k].im * scale);
+	}
+}
+
+/* Signals q = o inner + j, q < rows: the input's from xo o + xj j, the
+ * output's from yo o + yj j (elements), strides xs and ys. */
+typedef struct {
+	const taprt_tensor *X, *W;
+	taprt_tensor *Y;
+	int64_t inner, xo, xj, xs, yo, yj, ys, N, K;
+	bool cplx_in;
+	double scale;
+} Rows;
+
+/* transform() on every signal, on the team when there is enough work */
+
+static void
+rows_run(taprt_ctx *cx, const taprt_node *n, const Plan *pl, const Rows *r, int64_t rows)
+{
+	int64_t bytes = (2 * pl->L + pl->pmax) * (int64_t)sizeof(cplx);
+	int failed = 0;
+	#pragma omp parallel if (TAPRT_PAR(rows * pl->L * 8))
+	{
+		cplx *buf = taprt_scratch(bytes);
+		#pragma omp for schedule(static)
+		for (int64_t q = 0; q < rows; q++) {
+			if (!buf) {
+				failed = 1;
+				continue;
+			}
+			int64_t o = q / r->inner, j = q % r->inner;
+			transform(pl, r->X, o * r->xo + j * r->xj, r->xs, r->cplx_in, r->N, r->W, r->Y,
+			    o * r->yo + j * r->yj, r->ys, r->K, r->scale, buf);
+		}
+	}
+	if (failed)
+		taprt_fail(cx, "node '%s': out of memory (%lld bytes a thread)", n->name, (long long)bytes);
 }
 
 void
@@ -202,26 +318,25 @@ taprt_op_DFT(taprt_ctx *cx, const taprt_node *n)
 	int r = X->rank;
 	int64_t axis = taprt_attr_int(n, "axis", 1);
 	axis = axis < 0 ? axis + r : axis;
-	bool inverse = taprt_attr_int(n, "inverse", 0) != 0, cplx = X->dims[r - 1] == 2;
+	bool inverse = taprt_attr_int(n, "inverse", 0) != 0;
 	int64_t K = Y->dims[axis], NX = X->dims[axis], L = NX;
 	if (taprt_input(n, 1)) /* dft_length */
 		L = count(n->in[1]);
-	int64_t N = NX < L ? NX : L, outer = 1, inner = 1;
+	int64_t outer = 1, inner = 1, C = X->dims[r - 1];
 	for (int i = 0; i < axis; i++)
 		outer *= X->dims[i];
 	for (int i = axis + 1; i < r - 1; i++)
 		inner *= X->dims[i];
-	double *tw = twiddles(cx, n, L);
-	if (!tw)
+	Plan pl;
+	if (!plan_make(cx, n, &pl, L, inverse ? 1 : -1))
 		return;
-	int64_t C = X->dims[r - 1], rows = outer * inner;
-	#pragma omp parallel for if (TAPRT_PAR(rows * K * N)) schedule(static)
-	for (int64_t q = 0; q < rows; q++) {
-		int64_t o = q / inner, j = q % inner;
-		transform(X, (o * NX * inner + j) * C, inner * C, cplx, N, NULL, Y, (o * K * inner + j) * 2,
-		    inner * 2, K, L, tw, inverse ? 1 : -1, inverse ? 1.0 / (double)L : 1);
-	}
-	free(tw);
+	/* signal (o, ., j): sample i of x at ((o NX + i) inner + j) C, y's k at
+	 * ((o K + k) inner + j) 2 */
+	Rows rw = {.X = X, .Y = Y, .inner = inner, .xo = NX * inner * C, .xj = C, .xs = inner * C,
+		.yo = K * inner * 2, .yj = 2, .ys = inner * 2, .N = NX < L ? NX : L, .K = K,
+		.cplx_in = C == 2, .scale = inverse ? 1.0 / (double)L : 1};
+	rows_run(cx, n, &pl, &rw, outer * inner);
+	free(pl.tw);
 }
 
 void
@@ -234,13 +349,12 @@ taprt_op_STFT(taprt_ctx *cx, const taprt_node *n)
 	const taprt_tensor *S = n->in[1], *FL = taprt_input(n, 3);
 	int64_t step = count(S), L = FL ? count(FL) : W->dims[0];
 	int64_t B = X->dims[0], T = X->dims[1], C = X->dims[2], F = Y->dims[1], K = Y->dims[2];
-	double *tw = twiddles(cx, n, L);
-	if (!tw)
+	Plan pl;
+	if (!plan_make(cx, n, &pl, L, -1))
 		return;
-	#pragma omp parallel for if (TAPRT_PAR(B * F * K * L)) schedule(static)
-	for (int64_t q = 0; q < B * F; q++) {
-		int64_t b = q / F, f = q % F;
-		transform(X, (b * T + f * step) * C, C, C == 2, L, W, Y, q * K * 2, 2, K, L, tw, -1, 1);
-	}
-	free(tw);
+	/* frame f of batch b: samples from (b T + f step) C, bins from (b F + f) K 2 */
+	Rows rw = {.X = X, .W = W, .Y = Y, .inner = F, .xo = T * C, .xj = step * C, .xs = C,
+		.yo = F * K * 2, .yj = K * 2, .ys = 2, .N = L, .K = K, .cplx_in = C == 2, .scale = 1};
+	rows_run(cx, n, &pl, &rw, B * F);
+	free(pl.tw);
 }

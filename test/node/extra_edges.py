@@ -535,7 +535,8 @@ def signal(out):
     against torch's (Hamming with the spec's 25/46 and 21/46; the official cases' references
     use pi = 3.1415), periodic and symmetric, f32 and f64; DFT against torch.fft (real and
     complex, forward and inverse, onesided, a dft_length that pads and one that cuts, an inner
-    axis, a negative one, f64); STFT against torch.stft (center=False: Hann window, a frame
+    axis, a negative one, f64; lengths that are prime, 400, 42, 512 and 1, for the FFT's
+    factors); STFT against torch.stft (center=False: Hann window, a frame
     without a window, onesided and two-sided of a complex signal)."""
     rng = np.random.default_rng(20261201)     # its own: the other cases' data stay as they were
     T = torch.from_numpy
@@ -617,6 +618,25 @@ def signal(out):
           inits=[("step4", np.array(4, dtype=np.int64)), ("step5", np.array(5, dtype=np.int64)),
                  ("step3", np.array(3, dtype=np.int64)), ("len8", np.array(8, dtype=np.int64)),
                  ("win", win.numpy())], opset=17)
+
+    # the FFT's factors: a prime (7, 97: one direct butterfly), 4 4 5 5 (400, an audio
+    # frame), 2 3 7 (42), 4 4 4 4 2 (512), a length 1
+    xl = rng.standard_normal((2, 512, 2)).astype(F32)
+    nodes, inits, outs = [], [], []
+    for L, onesided in ((7, 0), (97, 1), (400, 1), (42, 0), (512, 0), (1, 0)):
+        name = "y_%d" % L
+        inits.append(("n_%d" % L, np.array(L, dtype=np.int64)))
+        if onesided:   # a real signal: the first channel, cut to L
+            nodes += [helper.make_node("Slice", ["xl", "zero", "one", "two"], ["xr_%d" % L]),
+                      helper.make_node("DFT", ["xr_%d" % L, "n_%d" % L], [name], axis=1, onesided=1)]
+            ref = torch.fft.rfft(T(xl[:, :, 0]), n=L, dim=1)
+        else:
+            nodes.append(helper.make_node("DFT", ["xl", "n_%d" % L], [name], axis=1))
+            ref = torch.fft.fft(torch.view_as_complex(T(xl)), n=L, dim=1)
+        outs.append((name, real(ref)))
+    inits += [("zero", np.array([0], dtype=np.int64)), ("one", np.array([1], dtype=np.int64)),
+              ("two", np.array([2], dtype=np.int64))]
+    write(out, "dft_lengths_torch", nodes, [("xl", xl)], outs, inits=inits, opset=17)
 
 
 def conv_int(x, w, pads, strides, dils, group):
