@@ -355,6 +355,7 @@ static const struct {
 	[OP_DepthToSpace] = {1, 1, 1, 1}, [OP_SpaceToDepth] = {1, 1, 1, 1},
 	[OP_Det] = {1, 1, 1, 1}, [OP_HannWindow] = {1, 1, 1, 1}, [OP_HammingWindow] = {1, 1, 1, 1},
 	[OP_BlackmanWindow] = {1, 1, 1, 1}, [OP_DFT] = {1, 2, 1, 1}, [OP_STFT] = {2, 4, 1, 1},
+	[OP_MelWeightMatrix] = {5, 5, 1, 1},
 };
 
 static bool
@@ -2312,6 +2313,36 @@ infer_stft(Graph *g, NodeId n)
 }
 
 /*
+ * MelWeightMatrix: num_mel_bins and dft_length (inputs 0, 1) scalar
+ * integers known at compile time, sample_rate (2) a scalar integer,
+ * lower_edge_hertz and upper_edge_hertz (3, 4) scalars of a float type; the
+ * output is [dft_length / 2 + 1, num_mel_bins] of output_datatype (a float
+ * type, default f32).
+ */
+static bool
+infer_melweightmatrix(Graph *g, NodeId n)
+{
+	int64_t mels = 0, len = 0;
+	if (!want_opset(g, n, 17) || !want_const_count(g, n, 0, "num_mel_bins", 1, &mels) ||
+	    !want_const_count(g, n, 1, "dft_length", 1, &len) || !want_scalar(g, n, 2) ||
+	    !want_scalar(g, n, 3) || !want_scalar(g, n, 4) || !want_float(g, n, 3) ||
+	    !want_float(g, n, 4) || !same_dtype(g, n, 3, 4))
+		return false;
+	Tensor *sr = in(g, n, 2);
+	if (sr->dtype != DT_I32 && sr->dtype != DT_I64) {
+		diag_node(g, n, "input 2 (sample_rate) is %s, expected i32 or i64", ts(sr));
+		return false;
+	}
+	int64_t dt = ir_attr_int(g, n, "output_datatype", DT_F32);
+	if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16) {
+		diag_node(g, n, "output_datatype %lld: tapc makes f32, f64, f16 or bf16 weights", (long long)dt);
+		return false;
+	}
+	Shape s = {2, {len / 2 + 1, mels}};
+	return set_out(g, n, 0, (DType)dt, &s);
+}
+
+/*
  * ReverseSequence: x of rank 2 or more, sequence_lens i64 [batch];
  * time_axis and batch_axis 0 and 1, either order.  The output is x's.
  */
@@ -2953,6 +2984,7 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: return infer_window(g, n);
 	case OP_DFT: return infer_dft(g, n);
 	case OP_STFT: return infer_stft(g, n);
+	case OP_MelWeightMatrix: return infer_melweightmatrix(g, n);
 	case OP_Pad: return infer_pad(g, n);
 	case OP_GatherElements: return infer_gather_elements(g, n);
 	case OP_ScatterElements: case OP_Scatter: return infer_scatter_elements(g, n);

@@ -1,7 +1,7 @@
 /*
  * k_signal.c - Det and the signal operators of opset 17: HannWindow,
- * HammingWindow, BlackmanWindow, DFT and STFT (f32 and f64; halves reach
- * them as f32 through legalize-half).
+ * HammingWindow, BlackmanWindow, DFT, STFT and MelWeightMatrix (f32 and
+ * f64; halves reach them as f32 through legalize-half).
  *
  * Needs: internal.h (the node and tensor types, taprt_input, taprt_fail,
  * TAPRT_PAR).
@@ -357,4 +357,57 @@ taprt_op_STFT(taprt_ctx *cx, const taprt_node *n)
 		.yo = F * K * 2, .yj = K * 2, .ys = 2, .N = L, .K = K, .cplx_in = C == 2, .scale = 1};
 	rows_run(cx, n, &pl, &rw, B * F);
 	free(pl.tw);
+}
+
+/* -------------------------------------------------------- MelWeightMatrix */
+
+static int64_t
+mel_bin(double mel, int64_t len, int64_t rate)
+{
+	double hz = 700 * (pow(10, mel / 2595) - 1);
+	return (int64_t)floor((double)(len + 1) * hz / (double)rate);
+}
+
+/*
+ * The spec's triangles (its reference and onnxruntime's, in double):
+ * num_mel_bins + 2 points evenly spaced in mel from the lower to the upper
+ * edge, each at the FFT bin floor((dft_length + 1) hz / sample_rate);
+ * filter i rises from point i to point i + 1 and falls to point i + 2.
+ * A point outside the output's bins (an edge past the Nyquist frequency, a
+ * negative one) fails the run.
+ */
+void
+taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
+{
+	taprt_tensor *Y = n->out[0];
+	if (!float_io(cx, n, "MelWeightMatrix", Y))
+		return;
+	int64_t bins = Y->dims[0], mels = Y->dims[1], len = count(n->in[1]), rate = count(n->in[2]);
+	double lo = rd(n->in[3], 0), hi = rd(n->in[4], 0);
+	if (rate <= 0) {
+		taprt_fail(cx, "node '%s' (MelWeightMatrix): sample_rate %lld", n->name, (long long)rate);
+		return;
+	}
+	double lmel = 2595 * log10(1 + lo / 700), hmel = 2595 * log10(1 + hi / 700);
+	double step = (hmel - lmel) / (double)(mels + 2);
+	for (int64_t i = 0; i < Y->numel; i++)
+		wr(Y, i, 0);
+	for (int64_t i = 0; i < mels; i++) {
+		int64_t l = mel_bin(lmel + step * (double)i, len, rate);
+		int64_t c = mel_bin(lmel + step * (double)(i + 1), len, rate);
+		int64_t h = mel_bin(lmel + step * (double)(i + 2), len, rate);
+		if (l < 0 || h >= bins || c < l || h < c) {
+			taprt_fail(cx, "node '%s' (MelWeightMatrix): edges %g and %g Hz at %lld Hz put "
+			    "filter %lld at bins %lld to %lld, outside 0 to %lld", n->name, lo, hi,
+			    (long long)rate, (long long)i, (long long)l, (long long)h, (long long)bins - 1);
+			return;
+		}
+		if (c == l)
+			wr(Y, c * mels + i, 1);
+		else
+			for (int64_t j = l; j <= c; j++)
+				wr(Y, j * mels + i, (double)(j - l) / (double)(c - l));
+		for (int64_t j = c; j < h; j++)
+			wr(Y, j * mels + i, (double)(h - j) / (double)(h - c));
+	}
 }

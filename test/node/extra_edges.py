@@ -33,7 +33,8 @@
 # targets, the three reductions, spatial dims, f64.  And LRN (against torch's, and the spec's window
 # for an even size), MeanVarianceNormalization over chosen axes, ReverseSequence, and GridSample's
 # eighteen modes against torch's grid_sample.  And Det, the windows, DFT and STFT against torch
-# (torch.linalg.det, torch's windows, torch.fft, torch.stft).  Needs
+# (torch.linalg.det, torch's windows, torch.fft, torch.stft), MelWeightMatrix against the spec
+# in numpy.  Needs
 # Debian's /usr/bin/python3 with python3-onnx (1.12), numpy and torch.  Deterministic:
 # fixed seeds.  Called by test/node/gen.sh.
 import os
@@ -537,7 +538,8 @@ def signal(out):
     complex, forward and inverse, onesided, a dft_length that pads and one that cuts, an inner
     axis, a negative one, f64; lengths that are prime, 400, 42, 512 and 1, for the FFT's
     factors); STFT against torch.stft (center=False: Hann window, a frame
-    without a window, onesided and two-sided of a complex signal)."""
+    without a window, onesided and two-sided of a complex signal); MelWeightMatrix from the
+    spec's formula in numpy."""
     rng = np.random.default_rng(20261201)     # its own: the other cases' data stay as they were
     T = torch.from_numpy
     x = rng.standard_normal((3, 4, 5, 5)).astype(F32)
@@ -637,6 +639,30 @@ def signal(out):
     inits += [("zero", np.array([0], dtype=np.int64)), ("one", np.array([1], dtype=np.int64)),
               ("two", np.array([2], dtype=np.int64))]
     write(out, "dft_lengths_torch", nodes, [("xl", xl)], outs, inits=inits, opset=17)
+
+    # MelWeightMatrix: the spec's triangles written out in float64 numpy, a speech front
+    # end's sizes (40 filters on a 400-point frame at 16 kHz, 20 to 8000 Hz), f64 weights
+    mels, length, rate, lo, hi = 40, 400, 16000, np.float32(20), np.float32(8000)
+    pts = np.arange(mels + 2, dtype=np.float64)
+    lmel, hmel = (2595 * np.log10(1 + np.float64(e) / 700) for e in (lo, hi))
+    hz = 700 * (np.power(10, (lmel + pts * (hmel - lmel) / (mels + 2)) / 2595) - 1)
+    at = np.floor((length + 1) * hz / rate).astype(np.int64)
+    mw = np.zeros((length // 2 + 1, mels))
+    for i in range(mels):
+        l, c, h = at[i], at[i + 1], at[i + 2]
+        if c == l:
+            mw[c, i] = 1
+        else:
+            mw[l:c + 1, i] = (np.arange(l, c + 1) - l) / (c - l)
+        if h > c:
+            mw[c:h, i] = (h - np.arange(c, h)) / (h - c)
+    z = rng.standard_normal(mw.shape)
+    write(out, "melweightmatrix",
+          [helper.make_node("MelWeightMatrix", ["m", "n", "r", "lo", "hi"], ["w"], output_datatype=11),
+           helper.make_node("Add", ["w", "z"], ["y"])],
+          [("z", z)], [("y", mw + z)],
+          inits=[("m", np.array(mels, dtype=np.int32)), ("n", np.array(length, dtype=np.int64)),
+                 ("r", np.array(rate, dtype=np.int64)), ("lo", lo), ("hi", hi)], opset=17)
 
 
 def conv_int(x, w, pads, strides, dils, group):
