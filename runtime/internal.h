@@ -247,6 +247,23 @@ bool taprt_share_steal(taprt_cursor *c, int64_t min_left);
  * thread and valid until its next call (scratch.c); NULL if out of memory. */
 void *taprt_scratch(int64_t bytes);
 
+/* Element i of an f32 or f64 tensor as a double, and a double stored as
+ * one (rounded once to f32): the kernels that compute in double. */
+static inline double
+taprt_getf(const taprt_tensor *t, int64_t i)
+{
+	return t->dtype == TAPRT_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
+}
+
+static inline void
+taprt_setf(taprt_tensor *t, int64_t i, double v)
+{
+	if (t->dtype == TAPRT_F64)
+		((double *)t->data)[i] = v;
+	else
+		((float *)t->data)[i] = (float)v;
+}
+
 /*
  * The one GEMM interface (gemm.c): row-major c = alpha * op(a) @ op(b) +
  * beta * c, op transposing when ta/tb; on oneDNN's sgemm (large

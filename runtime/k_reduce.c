@@ -892,23 +892,6 @@ taprt_op_FusedSoftmax(taprt_ctx *cx, const taprt_node *n)
 
 /* ----------------------------------------------------- normalizations */
 
-/* Element i of a float tensor (f32 or f64) as a double. */
-static inline double
-ldf(const taprt_tensor *t, int64_t i)
-{
-	return t->dtype == TAPRT_F64 ? ((const double *)t->data)[i] :
-	    ((const float *)t->data)[i];
-}
-
-static inline void
-stf(taprt_tensor *t, int64_t i, double v)
-{
-	if (t->dtype == TAPRT_F64)
-		((double *)t->data)[i] = v;
-	else
-		((float *)t->data)[i] = (float)v;
-}
-
 static bool
 is_float(const taprt_tensor *t)
 {
@@ -927,24 +910,24 @@ layernorm_generic(const taprt_tensor *X, const taprt_tensor *S, const taprt_tens
 		int64_t base = o * len;
 		double mean = 0, var = 0;
 		for (int64_t i = 0; i < len; i++)
-			mean += ldf(X, base + i);
+			mean += taprt_getf(X, base + i);
 		mean /= (double)len;
 		for (int64_t i = 0; i < len; i++) {
-			double d = ldf(X, base + i) - mean;
+			double d = taprt_getf(X, base + i) - mean;
 			var += d * d;
 		}
 		var /= (double)len;
 		double inv = 1 / sqrt(var + eps);
 		for (int64_t i = 0; i < len; i++) {
-			double v = (ldf(X, base + i) - mean) * inv * ldf(S, i % ns);
+			double v = (taprt_getf(X, base + i) - mean) * inv * taprt_getf(S, i % ns);
 			if (B)
-				v += ldf(B, i % nb);
-			stf(Y, base + i, v);
+				v += taprt_getf(B, i % nb);
+			taprt_setf(Y, base + i, v);
 		}
 		if (M)
-			stf(M, o, mean);
+			taprt_setf(M, o, mean);
 		if (IS)
-			stf(IS, o, inv);
+			taprt_setf(IS, o, inv);
 	}
 }
 
@@ -1034,28 +1017,28 @@ taprt_op_BatchNormalization(taprt_ctx *cx, const taprt_node *n)
 	int64_t N = X->rank > 0 ? X->dims[0] : 1, C = X->rank > 1 ? X->dims[1] : 1;
 	int64_t inner = X->rank > 2 ? prod(X->dims, 2, X->rank) : 1;
 	for (int64_t c = 0; c < C; c++) {
-		double mean = ldf(Mu, c), var = ldf(Var, c);
+		double mean = taprt_getf(Mu, c), var = taprt_getf(Var, c);
 		if (train) {
 			double sm = 0, sv = 0, cnt = (double)(N * inner);
 			for (int64_t b = 0; b < N; b++)
 				for (int64_t i = 0; i < inner; i++)
-					sm += ldf(X, (b * C + c) * inner + i);
+					sm += taprt_getf(X, (b * C + c) * inner + i);
 			sm /= cnt;
 			for (int64_t b = 0; b < N; b++)
 				for (int64_t i = 0; i < inner; i++) {
-					double d = ldf(X, (b * C + c) * inner + i) - sm;
+					double d = taprt_getf(X, (b * C + c) * inner + i) - sm;
 					sv += d * d;
 				}
 			sv /= cnt;
 			taprt_tensor *rm = taprt_output(n, 1), *rv = taprt_output(n, 2);
 			if (rm && is_float(rm))
-				stf(rm, c, mean * mom + sm * (1 - mom));
+				taprt_setf(rm, c, mean * mom + sm * (1 - mom));
 			if (rv && is_float(rv))
-				stf(rv, c, var * mom + sv * (1 - mom));
+				taprt_setf(rv, c, var * mom + sv * (1 - mom));
 			mean = sm;
 			var = sv;
 		}
-		double a = ldf(S, c) / sqrt(var + eps), sh = ldf(B, c) - mean * a;
+		double a = taprt_getf(S, c) / sqrt(var + eps), sh = taprt_getf(B, c) - mean * a;
 		for (int64_t b = 0; b < N; b++) {
 			int64_t off = (b * C + c) * inner;
 			if (X->dtype == TAPRT_F32) {
@@ -1103,23 +1086,23 @@ taprt_op_InstanceNormalization(taprt_ctx *cx, const taprt_node *n)
 			float *y = (float *)Y->data + base;
 			float mean = sum_f32(x, len) / (float)len;
 			float var = sumsq_f32(x, len, mean) / (float)len;
-			float a = (float)(ldf(S, c) / sqrt((double)var + eps)), b = (float)ldf(B, c);
+			float a = (float)(taprt_getf(S, c) / sqrt((double)var + eps)), b = (float)taprt_getf(B, c);
 			for (int64_t i = 0; i < len; i++)
 				y[i] = (x[i] - mean) * a + b;
 			continue;
 		}
 		double mean = 0, var = 0;
 		for (int64_t i = 0; i < len; i++)
-			mean += ldf(X, base + i);
+			mean += taprt_getf(X, base + i);
 		mean /= (double)len;
 		for (int64_t i = 0; i < len; i++) {
-			double d = ldf(X, base + i) - mean;
+			double d = taprt_getf(X, base + i) - mean;
 			var += d * d;
 		}
 		var /= (double)len;
-		double a = ldf(S, c) / sqrt(var + eps), b = ldf(B, c);
+		double a = taprt_getf(S, c) / sqrt(var + eps), b = taprt_getf(B, c);
 		for (int64_t i = 0; i < len; i++)
-			stf(Y, base + i, (ldf(X, base + i) - mean) * a + b);
+			taprt_setf(Y, base + i, (taprt_getf(X, base + i) - mean) * a + b);
 	}
 }
 
@@ -1158,12 +1141,12 @@ taprt_op_LRN(taprt_ctx *cx, const taprt_node *n)
 			int64_t from = c - lo < 0 ? 0 : c - lo, to = c + hi >= C ? C - 1 : c + hi;
 			for (int64_t k = from; k <= to; k++)
 				for (int64_t p = 0; p < len; p++) {
-					double v = ldf(X, (b * C + k) * len + p);
+					double v = taprt_getf(X, (b * C + k) * len + p);
 					s[p] += v * v;
 				}
 			for (int64_t p = 0; p < len; p++) {
 				int64_t i = (b * C + c) * len + p;
-				stf(Y, i, ldf(X, i) / pow(bias + alpha / (double)size * s[p], beta));
+				taprt_setf(Y, i, taprt_getf(X, i) / pow(bias + alpha / (double)size * s[p], beta));
 			}
 		}
 }
@@ -1219,13 +1202,13 @@ taprt_op_MeanVarianceNormalization(taprt_ctx *cx, const taprt_node *n)
 				slot += rest % X->dims[d] * sst[d];
 				rest /= X->dims[d];
 			}
-			double v = ldf(X, i);
+			double v = taprt_getf(X, i);
 			if (pass == 0) {
 				m[slot] += v;
 				q[slot] += v * v;
 				continue;
 			}
 			double mean = m[slot] / (double)count, var = q[slot] / (double)count - mean * mean;
-			stf(Y, i, (v - mean) / (sqrt(var > 0 ? var : 0) + 1e-9));
+			taprt_setf(Y, i, (v - mean) / (sqrt(var > 0 ? var : 0) + 1e-9));
 		}
 }

@@ -3,8 +3,8 @@
  * HammingWindow, BlackmanWindow, DFT, STFT and MelWeightMatrix (f32 and
  * f64; halves reach them as f32 through legalize-half).
  *
- * Needs: internal.h (the node and tensor types, taprt_input, taprt_fail,
- * TAPRT_PAR).
+ * Needs: internal.h (the node and tensor types, taprt_input, taprt_getf and
+ * taprt_setf, taprt_fail, TAPRT_PAR, taprt_scratch).
  *
  * Every value is computed in double and rounded once to the output's
  * type.  The windows are ONNX's formulas with the exact pi (the ONNX 1.12
@@ -20,21 +20,6 @@
 #include <string.h>
 
 #include "runtime/internal.h"
-
-static double
-rd(const taprt_tensor *t, int64_t i)
-{
-	return t->dtype == TAPRT_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
-}
-
-static void
-wr(taprt_tensor *t, int64_t i, double v)
-{
-	if (t->dtype == TAPRT_F64)
-		((double *)t->data)[i] = v;
-	else
-		((float *)t->data)[i] = (float)v;
-}
 
 static bool
 float_io(taprt_ctx *cx, const taprt_node *n, const char *op, const taprt_tensor *t)
@@ -69,7 +54,7 @@ taprt_op_Det(taprt_ctx *cx, const taprt_node *n)
 		return;
 	for (int64_t b = 0; b < count; b++) {
 		for (int64_t i = 0; i < M * M; i++)
-			a[i] = rd(X, b * M * M + i);
+			a[i] = taprt_getf(X, b * M * M + i);
 		double det = 1;
 		for (int64_t c = 0; c < M && det != 0; c++) {
 			int64_t p = c; /* the largest magnitude in column c at or below the diagonal */
@@ -96,7 +81,7 @@ taprt_op_Det(taprt_ctx *cx, const taprt_node *n)
 					a[r * M + k] -= f * a[c * M + k];
 			}
 		}
-		wr(Y, b, det);
+		taprt_setf(Y, b, det);
 	}
 	free(a);
 }
@@ -116,7 +101,7 @@ window(taprt_ctx *cx, const taprt_node *n, const char *op, const double *c, int 
 		double v = 0;
 		for (int j = 0; j < nc; j++)
 			v += (j % 2 ? -c[j] : c[j]) * cos(2 * M_PI * j * (double)i / N);
-		wr(Y, i, v);
+		taprt_setf(Y, i, v);
 	}
 }
 
@@ -261,15 +246,15 @@ transform(const Plan *pl, const taprt_tensor *X, int64_t x0, int64_t xs, bool cp
 	int64_t L = pl->L;
 	cplx *in = buf, *out = buf + L, *sc = buf + 2 * L;
 	for (int64_t i = 0; i < N; i++) {
-		double w = W ? rd(W, i) : 1;
-		in[i] = (cplx){rd(X, x0 + i * xs) * w, cplx_in ? rd(X, x0 + i * xs + 1) * w : 0};
+		double w = W ? taprt_getf(W, i) : 1;
+		in[i] = (cplx){taprt_getf(X, x0 + i * xs) * w, cplx_in ? taprt_getf(X, x0 + i * xs + 1) * w : 0};
 	}
 	for (int64_t i = N; i < L; i++)
 		in[i] = (cplx){0, 0};
 	fft(pl, out, in, 1, pl->f, 1, L, sc);
 	for (int64_t k = 0; k < K; k++) {
-		wr(Y, y0 + k * ys, out[k].re * scale);
-		wr(Y, y0 + k * ys + 1, out[k].im * scale);
+		taprt_setf(Y, y0 + k * ys, out[k].re * scale);
+		taprt_setf(Y, y0 + k * ys + 1, out[k].im * scale);
 	}
 }
 
@@ -383,7 +368,7 @@ taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
 	if (!float_io(cx, n, "MelWeightMatrix", Y))
 		return;
 	int64_t bins = Y->dims[0], mels = Y->dims[1], len = count(n->in[1]), rate = count(n->in[2]);
-	double lo = rd(n->in[3], 0), hi = rd(n->in[4], 0);
+	double lo = taprt_getf(n->in[3], 0), hi = taprt_getf(n->in[4], 0);
 	if (rate <= 0) {
 		taprt_fail(cx, "node '%s' (MelWeightMatrix): sample_rate %lld", n->name, (long long)rate);
 		return;
@@ -391,7 +376,7 @@ taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
 	double lmel = 2595 * log10(1 + lo / 700), hmel = 2595 * log10(1 + hi / 700);
 	double step = (hmel - lmel) / (double)(mels + 2);
 	for (int64_t i = 0; i < Y->numel; i++)
-		wr(Y, i, 0);
+		taprt_setf(Y, i, 0);
 	for (int64_t i = 0; i < mels; i++) {
 		int64_t l = mel_bin(lmel + step * (double)i, len, rate);
 		int64_t c = mel_bin(lmel + step * (double)(i + 1), len, rate);
@@ -403,11 +388,11 @@ taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
 			return;
 		}
 		if (c == l)
-			wr(Y, c * mels + i, 1);
+			taprt_setf(Y, c * mels + i, 1);
 		else
 			for (int64_t j = l; j <= c; j++)
-				wr(Y, j * mels + i, (double)(j - l) / (double)(c - l));
+				taprt_setf(Y, j * mels + i, (double)(j - l) / (double)(c - l));
 		for (int64_t j = c; j < h; j++)
-			wr(Y, j * mels + i, (double)(h - j) / (double)(h - c));
+			taprt_setf(Y, j * mels + i, (double)(h - j) / (double)(h - c));
 	}
 }
