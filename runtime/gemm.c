@@ -131,7 +131,7 @@ blas_load(void)
 	    corename ? corename() : "");
 	if (set_threads)
 		set_threads(1);
-	lib.sgemm = s; /* last: taprt_gemm_name reads lib.name once it is set */
+	lib.sgemm = s; /* what blas_init reports */
 }
 
 static void

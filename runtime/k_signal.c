@@ -269,7 +269,6 @@ typedef struct {
 } Rows;
 
 /* transform() on every signal, on the team when there is enough work */
-
 static void
 rows_run(taprt_ctx *cx, const taprt_node *n, const Plan *pl, const Rows *r, int64_t rows)
 {
@@ -281,6 +280,7 @@ rows_run(taprt_ctx *cx, const taprt_node *n, const Plan *pl, const Rows *r, int6
 		#pragma omp for schedule(static)
 		for (int64_t q = 0; q < rows; q++) {
 			if (!buf) {
+				#pragma omp atomic write
 				failed = 1;
 				continue;
 			}
@@ -346,11 +346,16 @@ taprt_op_STFT(taprt_ctx *cx, const taprt_node *n)
 
 /* -------------------------------------------------------- MelWeightMatrix */
 
-static int64_t
-mel_bin(double mel, int64_t len, int64_t rate)
+/* The FFT bin of a point in mel, in [0, bins), else false. */
+static bool
+mel_bin(double mel, int64_t len, int64_t rate, int64_t bins, int64_t *b)
 {
 	double hz = 700 * (pow(10, mel / 2595) - 1);
-	return (int64_t)floor((double)(len + 1) * hz / (double)rate);
+	double v = floor((double)(len + 1) * hz / (double)rate);
+	if (!(v >= 0 && v < (double)bins))
+		return false;
+	*b = (int64_t)v;
+	return true;
 }
 
 /*
@@ -359,7 +364,8 @@ mel_bin(double mel, int64_t len, int64_t rate)
  * edge, each at the FFT bin floor((dft_length + 1) hz / sample_rate);
  * filter i rises from point i to point i + 1 and falls to point i + 2.
  * A point outside the output's bins (an edge past the Nyquist frequency, a
- * negative one) fails the run.
+ * negative one), the upper edge below the lower or either not a number
+ * fails the run.
  */
 void
 taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
@@ -369,8 +375,9 @@ taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
 		return;
 	int64_t bins = Y->dims[0], mels = Y->dims[1], len = count(n->in[1]), rate = count(n->in[2]);
 	double lo = taprt_getf(n->in[3], 0), hi = taprt_getf(n->in[4], 0);
-	if (rate <= 0) {
-		taprt_fail(cx, "node '%s' (MelWeightMatrix): sample_rate %lld", n->name, (long long)rate);
+	if (rate <= 0 || !(lo <= hi) || !isfinite(hi)) {
+		taprt_fail(cx, "node '%s' (MelWeightMatrix): edges %g to %g Hz at %lld Hz", n->name, lo, hi,
+		    (long long)rate);
 		return;
 	}
 	double lmel = 2595 * log10(1 + lo / 700), hmel = 2595 * log10(1 + hi / 700);
@@ -378,13 +385,13 @@ taprt_op_MelWeightMatrix(taprt_ctx *cx, const taprt_node *n)
 	for (int64_t i = 0; i < Y->numel; i++)
 		taprt_setf(Y, i, 0);
 	for (int64_t i = 0; i < mels; i++) {
-		int64_t l = mel_bin(lmel + step * (double)i, len, rate);
-		int64_t c = mel_bin(lmel + step * (double)(i + 1), len, rate);
-		int64_t h = mel_bin(lmel + step * (double)(i + 2), len, rate);
-		if (l < 0 || h >= bins || c < l || h < c) {
-			taprt_fail(cx, "node '%s' (MelWeightMatrix): edges %g and %g Hz at %lld Hz put "
-			    "filter %lld at bins %lld to %lld, outside 0 to %lld", n->name, lo, hi,
-			    (long long)rate, (long long)i, (long long)l, (long long)h, (long long)bins - 1);
+		int64_t l, c, h;
+		if (!mel_bin(lmel + step * (double)i, len, rate, bins, &l) ||
+		    !mel_bin(lmel + step * (double)(i + 1), len, rate, bins, &c) ||
+		    !mel_bin(lmel + step * (double)(i + 2), len, rate, bins, &h)) {
+			taprt_fail(cx, "node '%s' (MelWeightMatrix): edges %g to %g Hz at %lld Hz put "
+			    "filter %lld outside the bins 0 to %lld", n->name, lo, hi, (long long)rate,
+			    (long long)i, (long long)bins - 1);
 			return;
 		}
 		if (c == l)
