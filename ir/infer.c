@@ -2150,32 +2150,49 @@ want_opset(Graph *g, NodeId n, int since)
 	return false;
 }
 
-/* Input i, when present, as a scalar integer known at compile time (what
- * sizes the output); *v untouched when the input is omitted. */
+/* Input i, when present, an i32/i64 const_scalar of at least lo; *v
+ * untouched when the input is omitted. */
 static bool
 want_const_count(Graph *g, NodeId n, int i, const char *what, int64_t lo, int64_t *v)
 {
 	Tensor *t = in(g, n, i);
 	if (!t)
 		return true;
-	if (!want_scalar(g, n, i))
-		return false;
 	if (t->dtype != DT_I32 && t->dtype != DT_I64) {
 		diag_node(g, n, "input %d (%s) is %s, expected i32 or i64", i, what, ts(t));
 		return false;
 	}
-	const void *p = ir_value(g, ir_node(g, n)->in[i]);
-	if (!p) {
-		diag_node(g, n, "input %d '%s' is not a compile-time constant", i, t->name);
+	if (!const_scalar(g, n, i, what, v))
 		return false;
-	}
-	*v = elem_i(t->dtype, p, 0);
 	if (*v < lo) {
 		diag_node(g, n, "input %d (%s) is %lld, expected at least %lld", i, what, (long long)*v,
 		    (long long)lo);
 		return false;
 	}
 	return true;
+}
+
+/* A 0/1 attribute. */
+static bool
+flag_attr(Graph *g, NodeId n, const char *name, int64_t dflt, int64_t *v)
+{
+	*v = ir_attr_int(g, n, name, dflt);
+	if (*v == 0 || *v == 1)
+		return true;
+	diag_node(g, n, "%s %lld: expected 0 or 1", name, (long long)*v);
+	return false;
+}
+
+/* The output_datatype attribute of the signal operators: a float type,
+ * default f32 (halves computed in f32 by legalize-half). */
+static bool
+float_datatype(Graph *g, NodeId n, int64_t *dt)
+{
+	*dt = ir_attr_int(g, n, "output_datatype", DT_F32);
+	if (*dt == DT_F32 || *dt == DT_F64 || *dt == DT_F16 || *dt == DT_BF16)
+		return true;
+	diag_node(g, n, "output_datatype %lld: tapc makes f32, f64, f16 or bf16", (long long)*dt);
+	return false;
 }
 
 /*
@@ -2189,17 +2206,9 @@ infer_window(Graph *g, NodeId n)
 	int64_t size = 0;
 	if (!want_opset(g, n, 17) || !want_const_count(g, n, 0, "size", 0, &size))
 		return false;
-	int64_t dt = ir_attr_int(g, n, "output_datatype", DT_F32);
-	if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16) {
-		diag_node(g, n, "output_datatype %lld: tapc makes windows of f32, f64, f16 or bf16",
-		    (long long)dt);
+	int64_t dt, periodic;
+	if (!float_datatype(g, n, &dt) || !flag_attr(g, n, "periodic", 1, &periodic))
 		return false;
-	}
-	int64_t periodic = ir_attr_int(g, n, "periodic", 1);
-	if (periodic != 0 && periodic != 1) {
-		diag_node(g, n, "periodic %lld: expected 0 or 1", (long long)periodic);
-		return false;
-	}
 	Shape s = {1, {size}};
 	return set_out(g, n, 0, (DType)dt, &s);
 }
@@ -2217,17 +2226,6 @@ want_signal(Graph *g, NodeId n, int lo)
 		return false;
 	}
 	return true;
-}
-
-/* A 0/1 attribute. */
-static bool
-flag_attr(Graph *g, NodeId n, const char *name, int64_t dflt, int64_t *v)
-{
-	*v = ir_attr_int(g, n, name, dflt);
-	if (*v == 0 || *v == 1)
-		return true;
-	diag_node(g, n, "%s %lld: expected 0 or 1", name, (long long)*v);
-	return false;
 }
 
 /*
@@ -2333,11 +2331,9 @@ infer_melweightmatrix(Graph *g, NodeId n)
 		diag_node(g, n, "input 2 (sample_rate) is %s, expected i32 or i64", ts(sr));
 		return false;
 	}
-	int64_t dt = ir_attr_int(g, n, "output_datatype", DT_F32);
-	if (dt != DT_F32 && dt != DT_F64 && dt != DT_F16 && dt != DT_BF16) {
-		diag_node(g, n, "output_datatype %lld: tapc makes f32, f64, f16 or bf16 weights", (long long)dt);
+	int64_t dt;
+	if (!float_datatype(g, n, &dt))
 		return false;
-	}
 	Shape s = {2, {len / 2 + 1, mels}};
 	return set_out(g, n, 0, (DType)dt, &s);
 }

@@ -42,7 +42,6 @@ taprt_output(const taprt_node *n, int i)
 	return i < n->nout ? n->out[i] : NULL;
 }
 
-
 /* A kernel met a dtype it does not implement. */
 static inline void
 taprt_bad_dtype(taprt_ctx *cx, const taprt_node *n, const char *op, int dtype)

@@ -845,7 +845,8 @@ def cases_hostile():
             "node 'w' (HannWindow): HannWindow needs opset 17 or later, the model has 13")
     ir_case("ir_window_size_runtime", 'graph "g" model="m.onnx" opset=17\n  %0 = input "n" i64[]\n'
             '  %1 = HannWindow %0 : f32[4]   # w\n  output %1 "y"\n',
-            "node 'w' (HannWindow): input 0 'n' is not a compile-time constant")
+            "node 'w' (HannWindow): input 0 'n' is not a compile-time constant (the size "
+            "decides the output shape)")
     ir_case("ir_dft_onesided_complex", 'graph "g" model="m.onnx" opset=17\n'
             '  %0 = input "x" f32[1,8,2]\n  %1 = DFT %0 {onesided=1} : f32[1,5,2]   # d\n'
             '  output %1 "y"\n',
