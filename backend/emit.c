@@ -98,14 +98,15 @@ is_replaceable(Graph *g, const EmitOptions *o, const char *dir, const char **why
 		return rmdir(dir) == 0; /* empty: removing it is the same as keeping it */
 	struct stat st;
 	inputs.n = 0;
-	inputs.dev = malloc(sizeof *inputs.dev * (g->nfiles + 1));
-	inputs.ino = malloc(sizeof *inputs.ino * (g->nfiles + 1));
+	inputs.dev = malloc(sizeof *inputs.dev * (g->nfiles + 2));
+	inputs.ino = malloc(sizeof *inputs.ino * (g->nfiles + 2));
 	if (!inputs.dev || !inputs.ino)
 		die("out of memory");
-	for (int i = -1; i < g->nfiles; i++) {
+	for (int i = -2; i < g->nfiles; i++) {
 		if (i >= 0)
 			snprintf(path, sizeof path, "%s/%s", g->dir, g->files[i]);
-		if (stat(i < 0 ? o->input : path, &st) == 0) {
+		const char *p = i == -2 ? g->ir_data : i == -1 ? o->input : path;
+		if (p && stat(p, &st) == 0) {
 			inputs.dev[inputs.n] = st.st_dev;
 			inputs.ino[inputs.n++] = st.st_ino;
 		}

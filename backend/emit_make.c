@@ -205,8 +205,9 @@ make_paths_ok(Graph *g, const char *input, const char *target)
 {
 	char buf[PATH_MAX + 256];
 	int bad;
-	for (int i = -2; i < g->nfiles; i++) {
-		const char *p = i == -2 ? target : i == -1 ? input : buf;
+	for (int i = -3; i < g->nfiles; i++) {
+		const char *p = i == -3 ? (g->ir_data ? g->ir_data : input) : i == -2 ? target :
+		    i == -1 ? input : buf;
 		if (i >= 0 && !join(buf, sizeof buf, g->dir, g->files[i])) {
 			diag_error("-MD: path '%s/%s' is too long", g->dir, g->files[i]);
 			return false;
@@ -238,11 +239,13 @@ emit_depfile(Graph *g, const char *input, const char *target, const char *path, 
 	/* the input first; the model's files after it, unless one is the input */
 	char buf[PATH_MAX + 256];
 	int ndeps = 0;
-	const char **deps = malloc(sizeof *deps * (g->nfiles + 1));
+	const char **deps = malloc(sizeof *deps * (g->nfiles + 2));
 	char **owned = calloc(g->nfiles + 1, sizeof *owned);
 	if (!deps || !owned)
 		die("out of memory");
 	deps[ndeps++] = input;
+	if (g->ir_data) /* an IR file's data file */
+		deps[ndeps++] = g->ir_data;
 	for (int i = 0; i < g->nfiles; i++) {
 		join(buf, sizeof buf, g->dir, g->files[i]);
 		bool dup = false;

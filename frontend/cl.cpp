@@ -19,7 +19,7 @@ using namespace llvm;
 static cl::OptionCategory Cat("tapc options");
 
 static cl::opt<std::string> Input(cl::Positional, cl::desc("<model.onnx | file.ir>"), cl::cat(Cat));
-static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or file (the other -emit kinds; default or -: stdout)"),
+static cl::opt<std::string> Output("o", cl::desc("Output directory (-emit=c), or file (the other -emit kinds; default or -: stdout; -emit=ir also writes FILE.weights)"),
     cl::value_desc("path"), cl::init(""), cl::cat(Cat));
 static cl::opt<std::string> MeshOpt("mesh", cl::desc("Device mesh: R nodes x C devices per node, alike (default 1x1; -cluster for any cluster)"),
     cl::value_desc("RxC"), cl::init(""), cl::cat(Cat));

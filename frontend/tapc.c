@@ -25,6 +25,7 @@ static const char overview[] =
     "\n"
     "  tapc model.onnx -o out/ && make -C out && out/model --check test_data_set_0\n"
     "  tapc model.onnx -emit=ir               print the shaped, folded IR\n"
+    "  tapc model.onnx -emit=ir -o m.ir       ... big computed values in m.ir.weights\n"
     "  tapc model.onnx -print-after-all       watch every pass change it\n"
     "  tapc dump.ir -passes=fold-constants    run one pass on a dumped IR file\n"
     "\n"
@@ -184,8 +185,27 @@ write_to(FILE *f, const Writer *w)
 	emit_memplans_free(w->g, mps);
 }
 
+/* Is path the model or one of its external data files?  By device and
+ * inode, as emit.c checks an output directory.  (An IR file's own data file
+ * may be replaced: its values were read with the IR.) */
+static bool
+model_file(const Graph *g, const char *path)
+{
+	struct stat st, in;
+	if (stat(path, &st) != 0)
+		return false;
+	char buf[8192];
+	for (int i = 0; i < g->nfiles; i++) {
+		snprintf(buf, sizeof buf, "%s/%s", g->dir, g->files[i]);
+		if (stat(buf, &in) == 0 && in.st_dev == st.st_dev && in.st_ino == st.st_ino)
+			return true;
+	}
+	return false;
+}
+
 /* Write the IR or plan to path through a temporary sibling renamed into
- * place; "" or "-" is standard output. */
+ * place; "" or "-" is standard output.  The IR's big values go to a second
+ * file, PATH.weights, written the same way and renamed first. */
 static bool
 write_file(const char *path, const Writer *w)
 {
@@ -208,25 +228,70 @@ write_file(const char *path, const Writer *w)
 		}
 		return true;
 	}
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
+	size_t n = strlen(path) + 32;
+	char *tmp = malloc(n), *data = malloc(n), *datatmp = malloc(n);
 	snprintf(tmp, n, "%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		diag_error("cannot write '%s': %s", path, strerror(errno));
+	snprintf(data, n, "%s.weights", path);
+	snprintf(datatmp, n, "%s.weights.tmpXXXXXX", path);
+	int fd = mkstemp(tmp), dfd = -1;
+	bool ok = fd >= 0;
+	const char *failed = path;
+	if (ok && w->what == 'i') {
+		if (model_file(w->g, data)) {
+			diag_error("cannot write '%s': the IR's data file would replace the model's "
+			    "file of that name (choose another -o)", data);
+			failed = NULL;
+			ok = false;
+		} else if ((dfd = mkstemp(datatmp)) < 0) {
+			failed = data;
+			ok = false;
+		}
+	}
+	if (!ok) {
+		if (failed)
+			diag_error("cannot write '%s': %s", failed, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
 		free(tmp);
+		free(data);
+		free(datatmp);
+		if (fd >= 0)
+			close(fd);
 		return false;
 	}
 	fchmod(fd, 0644);
 	FILE *f = fdopen(fd, "w");
-	write_to(f, w);
-	bool ok = fflush(f) == 0;
+	int64_t bytes = 0;
+	if (dfd >= 0) {
+		/* the values of big weights and constants in PATH.weights beside it */
+		fchmod(dfd, 0644);
+		FILE *df = fdopen(dfd, "w");
+		const char *slash = strrchr(data, '/');
+		ok = ir_print_data(f, w->g, df, slash ? slash + 1 : data, &bytes);
+		ok = (fclose(df) == 0) && ok;
+		if (!ok)
+			failed = data;
+		if (!ok || bytes == 0)
+			unlink(datatmp);
+		else if (rename(datatmp, data) != 0) {
+			failed = data;
+			unlink(datatmp);
+			ok = false;
+		}
+	} else {
+		write_to(f, w);
+	}
+	ok = fflush(f) == 0 && ok;
 	ok = (fclose(f) == 0) && ok && rename(tmp, path) == 0;
 	if (!ok) {
-		diag_error("cannot write '%s': %s", path, strerror(errno));
+		diag_error("cannot write '%s': %s", failed, strerror(errno));
 		unlink(tmp);
+		if (bytes > 0 && failed == path)
+			unlink(data); /* the IR that names it is not there */
 	}
 	free(tmp);
+	free(data);
+	free(datatmp);
 	return ok;
 }
 

@@ -388,6 +388,7 @@ typedef struct Graph {
 	const char *name;               /* ONNX graph name */
 	const char *model;              /* model path as given (diagnostics, dumps) */
 	const char *dir;                /* directory that file paths are relative to */
+	const char *ir_data;            /* the IR file's data file that was read (-MD), or NULL */
 	int64_t opset;                  /* default-domain opset version */
 
 	int ntensors, captensors;
@@ -685,6 +686,14 @@ void ir_esc_xml(FILE *f, const char *s);
 /* ------------------------------------------------------ text form (IR) */
 
 void ir_print(FILE *f, Graph *g);
+/* Values of more than this many elements go to the data file, when there is one */
+#define IR_INLINE_MAX 16
+/* ir_print, with the values of weights and constants of more than
+ * IR_INLINE_MAX elements written to data (a new file, data_name in the
+ * header: the file's name in the IR file's directory) and the lines reading
+ * "@+0xOFFSET".  *data_bytes: the bytes written there (0: none, and the
+ * header names no data file); false, -1, if a write to data failed. */
+bool ir_print_data(FILE *f, Graph *g, FILE *data, const char *data_name, int64_t *data_bytes);
 /* The %N each tensor gets in ir_print's text (-1: not printed); malloc'd. */
 int *ir_print_numbers(Graph *g);
 /* A float that reads back as one: always has '.', 'e', "inf" or "nan". */

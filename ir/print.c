@@ -6,6 +6,12 @@
  * renumbered %0, %1, ... in order of appearance, so the text depends only on
  * the graph and never on ids, pointers or time.  ir/read.c parses the same
  * text back: print -> read -> print is byte-identical.
+ *
+ * With a data file (ir_print_data: tapc -emit=ir -o FILE), the values of a
+ * weight or constant of more than IR_INLINE_MAX elements go to that file
+ * instead, raw little-endian bytes at 64-byte aligned offsets, and its line
+ * reads "@+0xOFFSET": a BatchNormalization folded into ResNet-18's weights
+ * printed 157 MB of decimals otherwise.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -19,6 +25,9 @@ typedef struct {
 	Graph *g;
 	int *num;                       /* printed number per tensor, -1 if none yet */
 	int next;
+	FILE *data;                     /* the data file's stream (ir_print_data), or NULL */
+	int64_t data_off;               /* bytes written to it so far */
+	bool data_failed;               /* a write to it failed */
 } Printer;
 
 static void
@@ -46,7 +55,7 @@ ir_put_float(FILE *f, double v, int digits)
 	fputs(buf, f);
 }
 
-static int *print_graph(FILE *f, Graph *g);
+static int *print_graph(FILE *out, Graph *g, FILE *data, const char *data_name, int64_t *data_bytes);
 
 static bool
 is_plain(const char *s)
@@ -104,6 +113,14 @@ put_ref(Printer *pr, TensorId t)
 		fprintf(pr->f, "%%%d", number(pr, t));
 }
 
+/* Does t's line point into the data file rather than list its values? */
+static bool
+to_data(const Printer *pr, const Tensor *t)
+{
+	return pr->data && t->data == DATA_INLINE && ir_numel(t) > IR_INLINE_MAX &&
+	    t->length == ir_numel(t) * ir_dtype_size(t->dtype);
+}
+
 static void
 put_source(Printer *pr, TensorId id)
 {
@@ -123,7 +140,17 @@ put_source(Printer *pr, TensorId id)
 		fputc(' ', pr->f);
 	}
 	fputs(ir_typestr(t, ty), pr->f);
-	if (t->data == DATA_FILE) {
+	if (to_data(pr, t)) {
+		int64_t off = (pr->data_off + 63) / 64 * 64;
+		static const char zeros[64];
+		if (off > pr->data_off &&
+		    fwrite(zeros, 1, (size_t)(off - pr->data_off), pr->data) != (size_t)(off - pr->data_off))
+			pr->data_failed = true;
+		if (fwrite(t->bytes, 1, (size_t)t->length, pr->data) != (size_t)t->length)
+			pr->data_failed = true;
+		pr->data_off = off + t->length;
+		fprintf(pr->f, " @+0x%" PRIx64, (uint64_t)off);
+	} else if (t->data == DATA_FILE) {
 		fputs(" @", pr->f);
 		if (is_plain(g->files[t->file]))
 			fputs(g->files[t->file], pr->f);
@@ -264,7 +291,7 @@ ir_print_numbers(Graph *g)
 	FILE *null = fopen("/dev/null", "w");
 	if (!null)
 		die("cannot open /dev/null");
-	int *num = print_graph(null, g);
+	int *num = print_graph(null, g, NULL, NULL, NULL);
 	fclose(null);
 	return num;
 }
@@ -272,19 +299,21 @@ ir_print_numbers(Graph *g)
 void
 ir_print(FILE *f, Graph *g)
 {
-	free(print_graph(f, g));
+	free(print_graph(f, g, NULL, NULL, NULL));
 }
 
-static int *
-print_graph(FILE *f, Graph *g)
+bool
+ir_print_data(FILE *f, Graph *g, FILE *data, const char *data_name, int64_t *data_bytes)
 {
-	Printer pr = {.f = f, .g = g};
-	pr.num = malloc(sizeof *pr.num * (g->ntensors + 1));
-	if (!pr.num)
-		die("out of memory");
-	for (int i = 0; i < g->ntensors; i++)
-		pr.num[i] = -1;
+	free(print_graph(f, g, data, data_name, data_bytes));
+	return *data_bytes >= 0;
+}
 
+/* The header line: it names the data file, which is only known to be needed
+ * once the body has been printed. */
+static void
+put_header(FILE *f, Graph *g, const char *data_name)
+{
 	fputs("graph ", f);
 	put_quoted(f, g->name);
 	fputs(" model=", f);
@@ -299,7 +328,30 @@ print_graph(FILE *f, Graph *g)
 		fprintf(f, " slice=%d", g->slice);
 	if (g->mesh.dp && g->subpipe) /* ... and so here */
 		fputs(" subpipeline=1", f);
+	if (data_name) {
+		fputs(" data=", f);
+		put_quoted(f, data_name);
+	}
 	fputc('\n', f);
+}
+
+static int *
+print_graph(FILE *out, Graph *g, FILE *data, const char *data_name, int64_t *data_bytes)
+{
+	Printer pr = {.g = g, .data = data};
+	pr.num = malloc(sizeof *pr.num * (g->ntensors + 1));
+	if (!pr.num)
+		die("out of memory");
+	for (int i = 0; i < g->ntensors; i++)
+		pr.num[i] = -1;
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = data ? open_memstream(&body, &len) : out;
+	if (!f)
+		die("out of memory");
+	pr.f = f;
+	if (!data)
+		put_header(f, g, NULL);
 
 	for (int i = 0; i < g->ninputs; i++)
 		put_source(&pr, g->inputs[i]);
@@ -345,6 +397,14 @@ print_graph(FILE *f, Graph *g)
 		fputc(' ', f);
 		put_ref(&pr, g->grads[i].grad);
 		fputc('\n', f);
+	}
+	if (data) {
+		if (fclose(f) != 0)
+			die("out of memory");
+		put_header(out, g, pr.data_off ? data_name : NULL);
+		fwrite(body, 1, len, out);
+		free(body);
+		*data_bytes = !pr.data_failed && fflush(data) == 0 ? pr.data_off : -1;
 	}
 	return pr.num;
 }

@@ -14,8 +14,14 @@
  * codes up; everything the reader allocates hangs off the Reader and is
  * freed in ir_read.
  *
- * Needs: ir.c to build the graph, diag.c to report.  Nothing beyond libc.
+ * Values may also come from the data file the header names (data=, big
+ * values printed by ir_print_data): read with pread into the arena, each
+ * range checked against the file's size first.
+ *
+ * Needs: ir.c to build the graph, diag.c to report, file.c to open the data
+ * file.  Nothing beyond libc.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -23,6 +29,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ir/ir.h"
 
@@ -55,6 +62,8 @@ typedef struct {
 	int capti;
 	Buf str, vals_buf, outs, ins;   /* scratch, reused line after line */
 	unsigned char *in_template;     /* bit per GraphNode id: in a template line read */
+	int data_fd;                    /* the header's data= file, or -1 */
+	int64_t data_size;
 	char found[48];
 } Reader;
 
@@ -513,6 +522,63 @@ parse_type(Reader *r, TensorId id)
 		t->dims[i] = dims[i];
 }
 
+/* "+0x1a0": an offset. */
+static int64_t
+parse_offset(Reader *r)
+{
+	if (r->p >= r->end || *r->p != '+')
+		error(r, "expected '+0x' offset after file name, found %s", found(r));
+	r->p++;
+	if (r->end - r->p < 2 || r->p[0] != '0' || r->p[1] != 'x')
+		error(r, "expected '0x' offset, found %s", found(r));
+	r->p += 2;
+	uint64_t off = 0;
+	int nd = 0;
+	for (; r->p < r->end && is_word(*r->p); r->p++, nd++) {
+		int d = hexval(*r->p);
+		if (d < 0)
+			error(r, "expected hex digit in offset, found %s", found(r));
+		if (off > (uint64_t)INT64_MAX >> 4)
+			error(r, "offset out of range");
+		off = off << 4 | (unsigned)d;
+	}
+	if (nd == 0)
+		error(r, "expected hex offset after '0x', found %s", found(r));
+	return (int64_t)off;
+}
+
+/* "@+0x1a0": values in the header's data file, read now (they are the
+ * values an "= [...]" list would give). */
+static void
+parse_data_values(Reader *r, TensorId id)
+{
+	Tensor *t = &r->g->tensors[id];
+	int64_t off = parse_offset(r);
+	if (r->data_fd < 0)
+		error(r, "'@+0x%" PRIx64 "' without a data file (data= in the header)", (uint64_t)off);
+	switch (t->dtype) {
+	case DT_UNDEF: case DT_STRING:
+		error(r, "%s tensors cannot have values in the data file", ir_dtype_name(t->dtype));
+	default:
+		break;
+	}
+	int64_t n = ir_numel(t) * ir_dtype_size(t->dtype); /* bounded by parse_type */
+	if (off > r->data_size || n > r->data_size - off)
+		error(r, "bytes 0x%" PRIx64 "+%" PRId64 " are past the data file's end (%" PRId64 " bytes)",
+		    (uint64_t)off, n, r->data_size);
+	char *bytes = ir_alloc(&r->g->arena, (size_t)n + 1);
+	for (int64_t got = 0; got < n;) {
+		ssize_t k = pread(r->data_fd, bytes + got, (size_t)(n - got), off + got);
+		if (k <= 0)
+			error(r, "cannot read the data file at 0x%" PRIx64 ": %s", (uint64_t)(off + got),
+			    k < 0 ? strerror(errno) : "it ended early");
+		got += k;
+	}
+	t->data = DATA_INLINE;
+	t->length = n;
+	t->bytes = bytes;
+}
+
 /* "@file+0x1a0": bytes in a file, never loaded here. */
 static void
 parse_location(Reader *r, TensorId id)
@@ -534,29 +600,12 @@ parse_location(Reader *r, TensorId id)
 	 * directory, since ir_value() may read small ones */
 	if (!ir_path_inside(file))
 		error(r, "weight file must be a relative path inside the model's directory");
-	if (r->p >= r->end || *r->p != '+')
-		error(r, "expected '+0x' offset after file name, found %s", found(r));
-	r->p++;
-	if (r->end - r->p < 2 || r->p[0] != '0' || r->p[1] != 'x')
-		error(r, "expected '0x' offset, found %s", found(r));
-	r->p += 2;
-	uint64_t off = 0;
-	int nd = 0;
-	for (; r->p < r->end && is_word(*r->p); r->p++, nd++) {
-		int d = hexval(*r->p);
-		if (d < 0)
-			error(r, "expected hex digit in offset, found %s", found(r));
-		if (off > (uint64_t)INT64_MAX >> 4)
-			error(r, "offset out of range");
-		off = off << 4 | (unsigned)d;
-	}
-	if (nd == 0)
-		error(r, "expected hex offset after '0x', found %s", found(r));
+	int64_t off = parse_offset(r);
 	Graph *g = r->g;
 	Tensor *t = &g->tensors[id];
 	t->data = DATA_FILE;
 	t->file = ir_add_file(g, file);
-	t->offset = (int64_t)off;
+	t->offset = off;
 	t->length = ir_nbytes(t);
 	if (consume_word(r, "slice")) { /* " slice=AXIS/PARTS [blocks=B]": a TP shard */
 		expect(r, "=");
@@ -669,10 +718,14 @@ parse_source(Reader *r, int num, TensorKind kind)
 		ir_add_input(g, id);
 	if (kind == TK_STATE && (peek(r, '@') || peek(r, '=')))
 		error(r, "a state tensor has no data: it is zero when training starts");
-	if (consume(r, "@"))
-		parse_location(r, id);
-	else if (consume(r, "="))
+	if (consume(r, "@")) {
+		if (r->p < r->end && *r->p == '+')
+			parse_data_values(r, id);
+		else
+			parse_location(r, id);
+	} else if (consume(r, "=")) {
 		parse_values(r, id);
+	}
 	expect_end(r);
 }
 
@@ -1055,8 +1108,30 @@ dir_of(Graph *g, const char *path)
 	return dir;
 }
 
+/* data="gpt.ir.weights": the file beside the IR file that holds the values
+ * its "@+0x..." lines point at (ir_print_data).  A name, not a path: the
+ * file is in the IR file's own directory, opened by ir/file.c's rules. */
+static void
+open_data(Reader *r, const char *name)
+{
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		error(r, "data file '%s' must be a file name in the IR file's directory, without '/'",
+		    name);
+	const char *dir = dir_of(r->g, r->path);
+	char why[600];
+	r->data_fd = ir_file_open(dir, name, "data file", "the IR file's directory", &r->data_size,
+	    why, sizeof why);
+	if (r->data_fd < 0)
+		error(r, "%s", why);
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *path = ir_alloc(&r->g->arena, n);
+	snprintf(path, n, "%s/%s", dir, name);
+	r->g->ir_data = strcmp(dir, ".") ? path : name;
+}
+
 /* 'graph "gpt" model="gpt.onnx" opset=17 mesh=2x2 dp=1 tp=2 pp=2 microbatches=4'
- * (and slice=N after -slice, subpipeline=1 after -subpipeline) */
+ * (and slice=N after -slice, subpipeline=1 after -subpipeline, data="NAME"
+ * when values are in a data file) */
 static void
 parse_header(Reader *r)
 {
@@ -1064,16 +1139,16 @@ parse_header(Reader *r)
 	if (!consume_word(r, "graph"))
 		error(r, "expected 'graph' header, found %s", found(r));
 	g->name = parse_string(r, "quoted graph name");
-	bool seen[9] = {0};
+	bool seen[10] = {0};
 	static const char *keys[] = {"model", "opset", "mesh", "dp", "tp", "pp", "microbatches",
-		"slice", "subpipeline"};
+		"slice", "subpipeline", "data"};
 	while (!at_end(r)) {
 		int k = 0;
-		while (k < 9 && !consume_word(r, keys[k]))
+		while (k < 10 && !consume_word(r, keys[k]))
 			k++;
-		if (k == 9)
-			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches=, slice= or "
-			    "subpipeline=, found %s", found(r));
+		if (k == 10)
+			error(r, "expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches=, slice=, "
+			    "subpipeline= or data=, found %s", found(r));
 		if (seen[k])
 			error(r, "duplicate %s= in header", keys[k]);
 		seen[k] = true;
@@ -1102,6 +1177,7 @@ parse_header(Reader *r)
 		case 6: g->microbatches = (int)parse_int(r, "microbatches", 1, INT_MAX); break;
 		case 7: g->slice = (int)parse_int(r, "slice", 1, INT_MAX); break; /* ir_check bounds it */
 		case 8: g->subpipe = parse_int(r, "subpipeline", 0, 1) != 0; break;
+		case 9: open_data(r, parse_string(r, "quoted data file name")); break;
 		}
 	}
 	/* chosen degrees come as a set, as the printer writes them: a lone
@@ -1231,6 +1307,7 @@ ir_parse(const char *text, size_t len, const char *path)
 	if (!r)
 		die("out of memory");
 	r->path = path ? path : "<ir>";
+	r->data_fd = -1;
 	r->g = ir_new("");
 	rehash(r);
 	if (setjmp(r->fail)) {
@@ -1251,6 +1328,8 @@ ir_parse(const char *text, size_t len, const char *path)
 	free(r->outs.p);
 	free(r->ins.p);
 	free(r->in_template);
+	if (r->data_fd >= 0)
+		close(r->data_fd);
 	free(r);
 	return g;
 }

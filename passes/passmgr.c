@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "passes/passes.h"
 
@@ -86,14 +87,19 @@ dump_file(Graph *g, const char *dir, int index, const char *name)
 		return false;
 	}
 	snprintf(path, sizeof path, "%s/%02d-%s.ir", dir, index, name);
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		diag_error("cannot write '%s': %s", path, strerror(errno));
-		return false;
-	}
-	ir_print(f, g);
-	if (fclose(f) != 0) {
-		diag_error("cannot write '%s': %s", path, strerror(errno));
+	char data[4096 + 16];
+	snprintf(data, sizeof data, "%s.weights", path);
+	FILE *f = fopen(path, "w"), *df = f ? fopen(data, "w") : NULL;
+	int64_t bytes = 0;
+	bool ok = f && df && ir_print_data(f, g, df, strrchr(data, '/') + 1, &bytes);
+	if (df && fclose(df) != 0)
+		ok = false;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (df && bytes == 0)
+		unlink(data); /* nothing big: every value is inline */
+	if (!ok) {
+		diag_error("cannot write '%s': %s", df || !f ? path : data, strerror(errno));
 		return false;
 	}
 	return true;

@@ -17,6 +17,15 @@ expect() {
 	if [ "$got" = "$want" ]; then pass "$name"; else fail "$name (exit $got, want $want)"; head -3 "$tmp/err"; fi
 }
 has() { grep -q -- "$2" "$1"; }
+# same_ir A B: two IR files written with -o are the same graph: the same
+# text but for the name of the data file in the header, and the same data
+# file bytes (or neither has one)
+same_ir() {
+	sed '1s/ data="[^"]*"$//' "$1" >"$tmp/same.a" && sed '1s/ data="[^"]*"$//' "$2" >"$tmp/same.b" &&
+	    cmp -s "$tmp/same.a" "$tmp/same.b" || return 1
+	[ -e "$1.weights" ] || { [ ! -e "$2.weights" ]; return; }
+	cmp -s "$1.weights" "$2.weights"
+}
 
 expect 0 "-help exits 0" "$TAPC" -help
 check "-help lists the passes" has "$tmp/out" "fold-constants"
@@ -125,9 +134,9 @@ check "tp-plan dump: collectives" has "$tmp/err" "comm=allreduce:1"
 "$TAPC" $gpt -mesh 1x2 -stop-after=tp-plan -emit=ir -o "$tmp/planned.ir" 2>/dev/null
 expect 0 "a tp-plan dump reads back and rewrites" "$TAPC" "$tmp/planned.ir" -passes=tp-rewrite,verify -emit=ir -o "$tmp/rewritten.ir"
 "$TAPC" $gpt -mesh 1x2 -O0 -emit=ir -o "$tmp/direct.ir" 2>/dev/null
-check "... the same graph as one run" cmp -s "$tmp/rewritten.ir" "$tmp/direct.ir"
+check "... the same graph as one run" same_ir "$tmp/rewritten.ir" "$tmp/direct.ir"
 expect 0 "a rewritten dump reads back unchanged" "$TAPC" "$tmp/direct.ir" -passes=verify -emit=ir -o "$tmp/again.ir"
-check "... byte for byte" cmp -s "$tmp/again.ir" "$tmp/direct.ir"
+check "... byte for byte" same_ir "$tmp/again.ir" "$tmp/direct.ir"
 expect 1 "tp-plan refuses a rewritten graph" "$TAPC" "$tmp/direct.ir" -mesh 1x2 -emit=ir
 check "... message" has "$tmp/err" "already one rank's"
 
@@ -136,8 +145,8 @@ expect 0 "-pp=2 alone is a 1x2 mesh" "$TAPC" $gpt -pp=2 -batch=8 -emit=ir
 check "-pp=2: the header" has "$tmp/out" "mesh=1x2 dp=1 tp=1 pp=2"
 check "-pp=2: subgraphs and stages" has "$tmp/out" " sg=4 stage=1 "
 cp "$tmp/out" "$tmp/pp.ir"
-expect 0 "a staged dump reads back" "$TAPC" "$tmp/pp.ir" -passes=verify -emit=ir -o "$tmp/pp2.ir"
-check "... byte for byte" cmp -s "$tmp/pp.ir" "$tmp/pp2.ir"
+expect 0 "a staged dump reads back" "$TAPC" "$tmp/pp.ir" -passes=verify -emit=ir -o -
+check "... byte for byte" cmp -s "$tmp/pp.ir" "$tmp/out"
 expect 0 "-tp=2 -pp=2 on 1x4" "$TAPC" $gpt -mesh 1x4 -tp=2 -pp=2 -batch=8 -emit=plan
 check "plan.json: the stage table" has "$tmp/out" '"stage_table"'
 check "plan.json: the even split baseline" has "$tmp/out" '"megatron_even_split"'
@@ -148,8 +157,8 @@ expect 0 "-microbatches=4: shapes are a micro-batch's" "$TAPC" $gpt -pp=2 -batch
 check "... the header" has "$tmp/out" "mesh=1x2 dp=1 tp=1 pp=2 microbatches=4"
 check "... the logits" has "$tmp/out" 'f32\[2,16,128\]'
 cp "$tmp/out" "$tmp/mb.ir"
-expect 0 "... the dump reads back" "$TAPC" "$tmp/mb.ir" -passes=verify -emit=ir -o "$tmp/mb2.ir"
-check "... byte for byte" cmp -s "$tmp/mb.ir" "$tmp/mb2.ir"
+expect 0 "... the dump reads back" "$TAPC" "$tmp/mb.ir" -passes=verify -emit=ir -o -
+check "... byte for byte" cmp -s "$tmp/mb.ir" "$tmp/out"
 
 # data parallelism and the planner's search (docs/planner.md)
 expect 0 "-dp=2 alone is a 1x2 mesh" "$TAPC" $gpt -dp=2 -batch=4 -emit=ir
@@ -232,7 +241,8 @@ expect 1 "-stop-after a pass not in the pipeline" "$TAPC" $mlp -passes=verify -s
 expect 0 "-verify-each" "$TAPC" $gpt -verify-each -emit=ir -o /dev/null
 expect 0 "-ir-dump-dir" "$TAPC" $gpt -passes=verify,fold-constants,verify -ir-dump-dir="$tmp/dumps" -emit=ir -o /dev/null
 check "-ir-dump-dir: numbered files" test -f "$tmp/dumps/02-fold-constants.ir"
-check "-ir-dump-dir: one per pass plus input" sh -c "[ \$(ls '$tmp/dumps' | wc -l) = 4 ]"
+check "-ir-dump-dir: one per pass plus input" sh -c "[ \$(ls '$tmp/dumps'/*.ir | wc -l) = 4 ]"
+check "-ir-dump-dir: big values in data files" test -s "$tmp/dumps/02-fold-constants.ir.weights"
 expect 0 "-batch=3" "$TAPC" $gpt -batch=3 -emit=ir -o "$tmp/b3.ir"
 check "-batch=3 reaches the logits" has "$tmp/b3.ir" "f32\[3,16,128\]"
 expect 1 "-batch=-2" "$TAPC" $gpt -batch=-2
@@ -284,6 +294,33 @@ expect 0 "-MF FILE" "$TAPC" $mlp -emit=ir -o "$tmp/x2.ir" -MF "$tmp/x2.deps"
 check "-MF target is the output file" has "$tmp/x2.deps" "^$tmp/x2.ir: test/e2e/mlp/model.onnx"
 check "-MF adds an empty rule per dependency" has "$tmp/x2.deps" "^test/e2e/mlp/model.onnx:$"
 expect 1 "-MD without -o" "$TAPC" $mlp -emit=ir -MD
+
+# the IR's big values in FILE.weights beside it (docs/ir.md)
+res=test/e2e/resnet
+expect 0 "-emit=ir -o of a folded CNN" "$TAPC" $res/model.onnx -batch=4 -emit=ir -o "$tmp/res.ir"
+check "... names its data file" has "$tmp/res.ir" ' data="res.ir.weights"$'
+check "... and points into it" has "$tmp/res.ir" '^  %[0-9]* = weight "[^"]*|bn" f32\[[0-9,]*\] @+0x'
+check "... which is there" test -s "$tmp/res.ir.weights"
+check "... a small value stays inline" sh -c "'$TAPC' $res/model.onnx -batch=2 -emit=ir | grep -q ' = \\[.*\\]\$' && grep -q ' = \\[.*\\]\$' '$tmp/res.ir'"
+expect 0 "... the IR compiles with its data file" "$TAPC" "$tmp/res.ir" -o "$tmp/resprog" -MD
+check "... -MD names the data file" has "$tmp/resprog.d" "^$tmp/resprog/plan.json: $tmp/res.ir $tmp/res.ir.weights test/e2e/resnet/model.onnx"
+if make -s -C "$tmp/resprog" >"$tmp/log" 2>&1; then
+	expect 0 "... the program from it checks" "$tmp/resprog/model" --check $res/test_data_set_1
+else
+	fail "... the program from it builds"; head -5 "$tmp/log"
+fi
+mv "$tmp/res.ir.weights" "$tmp/res.ir.w"
+expect 1 "... without its data file" "$TAPC" "$tmp/res.ir" -emit=ir -o "$tmp/res2.ir"
+check "... says which" has "$tmp/err" "res.ir: line 1: data file 'res.ir.weights': No such file or directory"
+check "... and writes nothing" sh -c "! ls '$tmp'/res2.ir* 2>/dev/null"
+head -c 1000 "$tmp/res.ir.w" >"$tmp/res.ir.weights"
+expect 1 "... with a data file cut short" "$TAPC" "$tmp/res.ir" -emit=ir -o "$tmp/res2.ir"
+check "... names the line and the range" has "$tmp/err" "are past the data file's end (1000 bytes)"
+mkdir "$tmp/own" && cp $mlp "$tmp/own/x.weights"
+expect 1 "-o whose data file would replace the model" "$TAPC" "$tmp/own/x.weights" -emit=ir -o "$tmp/own/x"
+check "... says so" has "$tmp/err" "cannot write '$tmp/own/x.weights': the IR's data file would replace the model's file"
+check "... and the model survives" cmp -s "$tmp/own/x.weights" $mlp
+check "... and no IR is written" test ! -e "$tmp/own/x"
 
 # outputs of a failed run (issue 11): nothing half-written, nothing lost
 mkdir "$tmp/holds" && cp test/e2e/mlp/model.onnx "$tmp/holds/mlp.onnx"

@@ -8,7 +8,9 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test/unit/util.h"
 
@@ -402,7 +404,17 @@ static const struct {
 	    "line 1: dp=, tp=, pp=, microbatches=, slice= and subpipeline= need mesh=, dp=, tp= and pp= together"},
 	{"graph \"g\" mesh=1x2 dp=0 tp=2 pp=1\n", "line 1: dp 0 out of range [1, 2147483647]"},
 	{"graph \"g\" color=1\n",
-	    "line 1: expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches=, slice= or subpipeline=, found 'color'"},
+	    "line 1: expected model=, opset=, mesh=, dp=, tp=, pp=, microbatches=, slice=, subpipeline= or data=, found 'color'"},
+	{"graph \"g\" data=\"../w\"\n",
+	    "line 1: data file '../w' must be a file name in the IR file's directory, without '/'"},
+	{"graph \"g\" data=\"d/w\"\n",
+	    "line 1: data file 'd/w' must be a file name in the IR file's directory, without '/'"},
+	{"graph \"g\" data=\"..\"\n",
+	    "line 1: data file '..' must be a file name in the IR file's directory, without '/'"},
+	{"graph \"g\" data=\"no such file\"\n",
+	    "line 1: data file 'no such file': No such file or directory"},
+	{"graph \"g\"\n%0 = weight \"w\" f32[20] @+0x40\n",
+	    "line 2: '@+0x40' without a data file (data= in the header)"},
 	{"graph \"g\n", "line 1: unterminated string"},
 	{"graph \"g\\q\"\n", "line 1: unknown escape '\\q' in string"},
 	{"graph \"g\\x00\"\n", "line 1: string contains a NUL byte"},
@@ -530,9 +542,83 @@ test_no_crash(void)
 	CU_PASS("no crash");
 }
 
+/* The big values in a data file (ir_print_data, tapc -emit=ir -o FILE):
+ * the text names it and points into it, reading the pair gives the values
+ * back bit for bit (the inline print of the graph read back is the inline
+ * print of the original), and the reader refuses ranges past its end. */
+static void
+test_data_file(void)
+{
+	char dir[] = "/tmp/tapc-unit-data.XXXXXX";
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	Graph *g = ir_new("g");
+	g->opset = 17;
+	float w[40];
+	int64_t k[17], s4[4] = {1, 2, 3, 4};
+	for (int i = 0; i < 40; i++)
+		w[i] = i == 3 ? NAN : (float)i / 7.0f - 1;
+	for (int i = 0; i < 17; i++)
+		k[i] = (int64_t)i * -1234567891011;
+	int64_t d40[] = {5, 8}, d17[] = {17}, d4[] = {4};
+	TensorId x = ir_add_tensor(g, "x", TK_INPUT, DT_F32);
+	ir_set_shape(ir_tensor(g, x), 2, d40);
+	ir_add_input(g, x);
+	TensorId wt = data_tensor(g, "w", TK_WEIGHT, DT_F32, 2, d40, w, sizeof w);
+	TensorId kt = data_tensor(g, "", TK_CONST, DT_I64, 1, d17, k, sizeof k);
+	TensorId st = data_tensor(g, "", TK_CONST, DT_I64, 1, d4, s4, sizeof s4);
+	TensorId y = value(g, DT_F32, 2, d40), z = value(g, DT_I64, 1, d17);
+	TensorId in1[] = {x, wt}, in2[] = {kt, st};
+	ir_add_node(g, OP_Add, "add", 2, in1, 1, &y);
+	ir_add_node(g, OP_Expand, "e", 2, in2, 1, &z);
+	ir_add_output(g, y);
+	ir_add_output(g, z);
+	ir_reindex(g);
+
+	char path[64], data[80];
+	snprintf(path, sizeof path, "%s/g.ir", dir);
+	snprintf(data, sizeof data, "%s/g.ir.weights", dir);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len), *df = fopen(data, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(df);
+	int64_t bytes = -1;
+	CU_ASSERT(ir_print_data(f, g, df, "g.ir.weights", &bytes));
+	fclose(f);
+	fclose(df);
+	/* w at 0, k at the next 64-byte boundary; the 4-element const inline */
+	CU_ASSERT_EQUAL(bytes, 192 + 17 * 8);
+	CU_ASSERT(strstr(text, " data=\"g.ir.weights\"\n") != NULL);
+	CU_ASSERT(strstr(text, "f32[5,8] @+0x0\n") != NULL);
+	CU_ASSERT(strstr(text, "i64[17] @+0xc0\n") != NULL);
+	CU_ASSERT(strstr(text, "i64[4] = [1,2,3,4]\n") != NULL);
+
+	quiet_diags();
+	Graph *h = ir_parse(text, len, path);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_STRING_EQUAL(h->ir_data, data);
+	char *a = print_str(g, NULL), *b = print_str(h, NULL);
+	CU_ASSERT_STRING_EQUAL(a, b);
+	free(a);
+	free(b);
+	ir_free(h);
+
+	/* a data file cut short: the line whose range is past its end */
+	CU_ASSERT_EQUAL(truncate(data, 200), 0);
+	h = ir_parse(text, len, path);
+	CU_ASSERT_PTR_NULL(h);
+	CU_ASSERT(strstr(diag_last, "line 5: bytes 0xc0+136 are past the data file's end (200 bytes)") != NULL);
+	if (!strstr(diag_last, "past the data file's end"))
+		fprintf(stderr, "\n%s\n%s", diag_last, text);
+	unlink(data);
+	rmdir(dir);
+	free(text);
+	ir_free(g);
+}
+
 void
 suite_read(CU_pSuite s)
 {
+	ADD(s, test_data_file);
 	ADD(s, test_roundtrip_all_forms);
 	ADD(s, test_read_structure);
 	ADD(s, test_forward_refs);
