@@ -24,9 +24,11 @@
  * matmul and torch's CPU half kernels do.
  *
  * -half=f32 (the default): a node reads the f32 result of a rewritten
- * node of its own place (stage, If branch) itself, and the Cast to the
- * half stays only for a graph output, a half-native reader or another
- * place's; the rest are dropped (drop_roundings).  The model computes in
+ * node of its own place (stage, If branch) itself, and so does a
+ * byte-moving node whose every half is there in f32 (moves_f32): it moves
+ * f32.  The Cast to the half stays only for a graph output, another
+ * place's reader or a half-native one that still reads halves; the rest are
+ * dropped (drop_roundings).  The model computes in
  * f32 between the byte movers and its outputs, more precisely than the
  * halves and without a conversion per node, as onnxruntime does (its
  * RemoveDuplicateCastTransformer drops the Cast pairs its
@@ -320,6 +322,59 @@ drop_roundings(Legal *l)
 	free(readers);
 }
 
+/*
+ * With -half=f32, does byte-moving node id move f32 instead?  When every
+ * half it reads is there in f32 already -- the f32 result of a rewritten
+ * (or moved) node of its own place, or a small or converted weight -- the
+ * node reads those and makes f32, and its own readers then need no Cast
+ * (legalize_node rounds its outputs for the readers that keep halves; the
+ * rest of the roundings go in drop_roundings).  GPT-2's c_attn Add ->
+ * Split -> Reshape -> Transpose -> MatMul then carries f32 from the Add to
+ * the product, as in an f32 model, and the fusions after this pass see the
+ * same patterns (scale, mask and softmax: one FusedSoftmax).  The values
+ * moved are the unrounded ones, as between two converted nodes.  Not moved
+ * to f32: Cast, Shape and Size (their outputs are not the half), Mod, If,
+ * the collectives (their bytes cross between ranks: halves cost half), and
+ * a node that would make a big half weight f32 (an embedding's Gather:
+ * the program would hold the whole table at twice its bytes).
+ */
+static bool
+moves_f32(Legal *l, NodeId id)
+{
+	Graph *g = l->g;
+	const Node *n = &g->nodes[id];
+	if (l->exact || n->phase != PHASE_FWD)
+		return false;
+	switch (n->op) {
+	case OP_Identity: case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+	case OP_Transpose: case OP_Concat: case OP_Split: case OP_Slice: case OP_Gather:
+	case OP_Expand: case OP_Tile: case OP_Where: case OP_Pad: case OP_Max: case OP_Min:
+		break;
+	default:
+		return false;
+	}
+	int halves = 0;
+	for (int i = 0; i < n->nin; i++) {
+		TensorId t = n->in[i];
+		if (t == IR_NONE || !is_half(g->tensors[t].dtype))
+			continue;
+		halves++;
+		const Tensor *tt = &g->tensors[t];
+		if (l->from[t] != IR_NONE) {
+			const Node *p = &g->nodes[g->tensors[l->from[t]].producer];
+			if (p->stage != n->stage || p->region != n->region || p->branch != n->branch)
+				return false;
+		} else if (tt->kind == TK_WEIGHT || tt->kind == TK_CONST) {
+			bool converted = l->head[t] >= 0 && l->conv[l->head[t]].stage < 0;
+			if (!converted && (ir_numel(tt) > 4096 || !fuse_whole(g, t)))
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return halves > 0;
+}
+
 bool
 pass_legalize_half(Graph *g, PassCtx *cx)
 {
@@ -338,7 +393,7 @@ pass_legalize_half(Graph *g, PassCtx *cx)
 	bool ok = true;
 	for (NodeId id = 0; id < l.nold; id++) {
 		Node *n = &g->nodes[id];
-		if (n->dead || half_native(g, id) || !touches_half(g, n))
+		if (n->dead || !touches_half(g, n) || (half_native(g, id) && !moves_f32(&l, id)))
 			continue;
 		ok &= legalize_node(&l, id);
 	}

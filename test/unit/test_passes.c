@@ -320,7 +320,7 @@ strip_aux_counts(void)
  * legalize-half on x f16[2,2] (input), w f16[2,2] (weight):
  *   a = Add(x, w); r = Relu(a); t = Transpose(r); y = Mul(t, w); outputs y, a
  * Add, Relu and Mul compute in f32 between Casts; Transpose moves the halves
- * as they are; x is converted once, w at compile time into an f32 weight
+ * as they are with -half=exact, Relu's f32 result with -half=f32; x is converted once, w at compile time into an f32 weight
  * (one for every stage: the Mul may be in another); a and y stay f16 graph
  * outputs.  A weight a backward node reads is not converted, and the
  * backward node is refused.
@@ -440,27 +440,41 @@ legalize_half(void)
 	ir_free(g);
 
 	/* -half=f32 (the default): Relu reads the Add's f32 result, not a
-	 * rounded a (which stays, an output); r is rounded for the Transpose */
+	 * rounded a (which stays, an output); the Transpose moves Relu's f32
+	 * result and the Mul reads it: no rounding of r or t */
 	cx.half_exact = false;
 	g = half_graph(0, PHASE_FWD);
 	CU_ASSERT_TRUE_FATAL(pass_legalize_half(g, &cx));
 	CU_ASSERT_TRUE(pass_verify(g, &cx));
-	static const Op f32[] = {OP_Cast, OP_Add, OP_Cast, OP_Relu, OP_Cast, OP_Transpose,
-		OP_Cast, OP_Mul, OP_Cast};
-	CU_ASSERT_EQUAL_FATAL(live_ops(g, ops, 16), 9);
-	for (int i = 0; i < 9; i++)
+	static const Op f32[] = {OP_Cast, OP_Add, OP_Cast, OP_Relu, OP_Transpose, OP_Mul, OP_Cast};
+	CU_ASSERT_EQUAL_FATAL(live_ops(g, ops, 16), 7);
+	for (int i = 0; i < 7; i++)
 		CU_ASSERT_EQUAL(ops[i], f32[i]);
 	CU_ASSERT_EQUAL(casts_of(g, "a"), 0);
-	for (NodeId n = 0; n < g->nnodes; n++)
-		if (g->nodes[n].op == OP_Relu)
-			CU_ASSERT_EQUAL(g->nodes[g->tensors[g->nodes[n].in[0]].producer].op, OP_Add);
+	for (NodeId n = 0; n < g->nnodes; n++) {
+		const Node *nd = &g->nodes[n];
+		if (nd->op == OP_Relu)
+			CU_ASSERT_EQUAL(g->nodes[g->tensors[nd->in[0]].producer].op, OP_Add);
+		if (nd->op == OP_Transpose)
+			CU_ASSERT_EQUAL(g->nodes[g->tensors[nd->in[0]].producer].op, OP_Relu);
+		if (nd->op == OP_Mul)
+			CU_ASSERT_EQUAL(g->nodes[g->tensors[nd->in[0]].producer].op, OP_Transpose);
+	}
 	check_half_graph(g);
 	ir_free(g);
 
-	/* the Mul in stage 1 reads the same converted w */
+	/* the Mul in stage 1 reads the same converted w; the Transpose, in
+	 * stage 0, still moves f32, and its result crosses to stage 1 as a
+	 * half: rounded after it, converted back before the Mul */
 	g = half_graph(1, PHASE_FWD);
 	CU_ASSERT_TRUE_FATAL(pass_legalize_half(g, &cx));
 	CU_ASSERT_TRUE(pass_verify(g, &cx));
+	static const Op staged[] = {OP_Cast, OP_Add, OP_Cast, OP_Relu, OP_Transpose, OP_Cast,
+		OP_Cast, OP_Mul, OP_Cast};
+	CU_ASSERT_EQUAL_FATAL(live_ops(g, ops, 16), 9);
+	for (int i = 0; i < 9; i++)
+		CU_ASSERT_EQUAL(ops[i], staged[i]);
+	CU_ASSERT_EQUAL(casts_of(g, "t"), 1);
 	check_half_graph(g);
 	ir_free(g);
 
