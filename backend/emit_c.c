@@ -424,10 +424,12 @@ emit_stage_c(Graph *g, int stage, const MemPlan *mp, const char *dir)
 			fprintf(f, d ? ", %lld" : "%lld", (long long)(t->slice_axis == d ?
 			    t->dims[d] * t->slice_parts : t->dims[d]));
 		if (t->slice_axis >= 0) /* this rank's slice: the full axis is parts x local */
-			fprintf(f, "%s}, %d, %d, %d},\n", t->rank ? "" : "0", t->slice_axis,
+			fprintf(f, "%s}, %d, %d, %d", t->rank ? "" : "0", t->slice_axis,
 			    t->slice_parts, t->slice_blocks);
 		else
-			fprintf(f, "%s}, -1, 1, 1},\n", t->rank ? "" : "0");
+			fprintf(f, "%s}, -1, 1, 1", t->rank ? "" : "0");
+		/* the file's halves, converted as they load (legalize-half) */
+		fprintf(f, ", %d},\n", (int)t->file_dtype);
 	}
 	fputs("};\n\n", f);
 

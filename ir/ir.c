@@ -630,7 +630,8 @@ ir_weight_bytes(Graph *g, TensorId id)
 	Tensor *t = &g->tensors[id];
 	if (t->data == DATA_INLINE)
 		return t->bytes;
-	if (t->data == DATA_FILE && t->rank >= 0 && t->length == ir_nbytes(t))
+	if (t->data == DATA_FILE && t->rank >= 0 && t->length == ir_nbytes(t) &&
+	    t->file_dtype == DT_UNDEF) /* not halves converted as they load */
 		return read_file_bytes(g, t);
 	return NULL;
 }
@@ -650,7 +651,7 @@ ir_value(Graph *g, TensorId id)
 	if (t->data == DATA_INLINE)
 		t->value = t->bytes;
 	else if (t->data == DATA_FILE && (integral || ir_numel(t) <= 16) &&
-	    t->length == ir_nbytes(t))
+	    t->length == ir_nbytes(t) && t->file_dtype == DT_UNDEF)
 		t->value = read_file_bytes(g, t);
 	return t->value;
 }

@@ -117,6 +117,10 @@ typedef struct {
 	int slice_axis;                 /* -1: the whole tensor */
 	int slice_parts;                /* ranks sharing the axis (the TP degree) */
 	int slice_blocks;               /* >= 1; 3 for a fused q,k,v weight */
+	/* DATA_FILE: the element type the file holds when the program converts
+	 * it to dtype as it loads the weight (legalize-half's f32 copy of a
+	 * sliced f16 or bf16 weight); DT_UNDEF: the file holds dtype. */
+	DType file_dtype;
 	/* After tp-rewrite (Graph.tp_layouts): how the TP ranks hold the tensor,
 	 * TPK_R replicated, TPK_S split, TPK_P partial sums; autodiff needs it
 	 * to sum the ranks' partial gradients. */

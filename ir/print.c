@@ -162,6 +162,8 @@ put_source(Printer *pr, TensorId id)
 			if (t->slice_blocks > 1)
 				fprintf(pr->f, " blocks=%d", t->slice_blocks);
 		}
+		if (t->file_dtype != DT_UNDEF)
+			fprintf(pr->f, " from=%s", ir_dtype_name(t->file_dtype));
 	} else if (t->data == DATA_INLINE) {
 		fputs(" = ", pr->f);
 		put_values(pr->f, t->dtype, t->bytes, ir_numel(t));

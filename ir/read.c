@@ -624,6 +624,26 @@ parse_location(Reader *r, TensorId id)
 			    t->dims[t->slice_axis], t->slice_blocks);
 		t->length *= t->slice_parts;
 	}
+	if (consume_word(r, "from")) { /* " from=f16": converted to f32 as it loads */
+		expect(r, "=");
+		skip_space(r);
+		char name[16];
+		size_t n = 0;
+		while (r->p + n < r->end && is_word(r->p[n]))
+			n++;
+		DType dt = DT_UNDEF;
+		if (n && n < sizeof name) {
+			memcpy(name, r->p, n);
+			name[n] = 0;
+			ir_dtype_lookup(name, &dt);
+		}
+		if (t->dtype != DT_F32 || (dt != DT_F16 && dt != DT_BF16))
+			error(r, "from= converts f16 or bf16 file bytes to an f32 weight, found %s",
+			    found(r));
+		r->p += n;
+		t->file_dtype = dt;
+		t->length /= 2;
+	}
 }
 
 /* One inline element of dtype dt, appended to r->vals_buf. */

@@ -40,10 +40,11 @@
  *
  * A half tensor read by several rewritten nodes of one stage and one If
  * branch is converted once, before the first of them.  A half weight or
- * constant whose bytes tapc has (whole, not a tensor-parallel slice, and
- * read by no backward or optimizer node) is converted here instead, once,
- * in either mode: its f32 copy is a weight of its own (exact: every half
- * is a float), so no Cast of it runs per call and the GEMMs and fusions
+ * constant whose bytes tapc has (read by no backward or optimizer node)
+ * is converted here instead, once, in either mode (a tensor-parallel
+ * slice, whose bytes are each rank's, as the program loads it:
+ * f32_slice): its f32 copy is a weight of its own (exact: every half is
+ * a float), so no Cast of it runs per call and the GEMMs and fusions
  * see a weight, as in an f32 model.  The program holds it at twice its
  * bytes, as onnxruntime's constant folding of its Casts does; a weight
  * that half-native nodes also read (an embedding's Gather) keeps its f16
@@ -170,10 +171,30 @@ add_cast(Legal *l, NodeId at, bool after, TensorId x, TensorId y, DType dt)
 	l->slot[i] = 2 * (int64_t)at + after;
 }
 
+/* Tensor-parallel slice t of a half weight as an f32 weight that reads the
+ * same bytes of the same file and converts them as the program loads its
+ * slice (Tensor.file_dtype; runtime/weights.c): the slice is the rank's,
+ * known only there, so its bytes cannot be converted here. */
+static TensorId
+f32_slice(Graph *g, TensorId t)
+{
+	const char *name = fuse_fresh_name(g, g->tensors[t].name, ":to_f32");
+	TensorId y = ir_add_tensor(g, name, TK_WEIGHT, DT_F32);
+	Tensor *yt = &g->tensors[y];
+	const Tensor *tt = &g->tensors[t];
+	*yt = *tt;
+	yt->name = name;
+	yt->dtype = DT_F32;
+	yt->file_dtype = tt->dtype;
+	yt->value = NULL;
+	yt->producer = IR_NONE;
+	return y;
+}
+
 /* Half weight or constant t (f32_copy checks) converted to an f32 one of
- * the same kind, or IR_NONE where it cannot be (no bytes here, a
- * tensor-parallel slice, or a weight the backward or optimizer reads:
- * training keeps its own). */
+ * the same kind, or IR_NONE where it cannot be (no bytes here, or a weight
+ * the backward or optimizer reads: training keeps its own).  A
+ * tensor-parallel slice converts as it loads (f32_slice). */
 static TensorId
 f32_weight(Graph *g, TensorId t)
 {
@@ -186,6 +207,8 @@ f32_weight(Graph *g, TensorId t)
 			if (n->in[i] == t)
 				return IR_NONE;
 	}
+	if (tt->data == DATA_FILE && tt->slice_axis >= 0)
+		return f32_slice(g, t);
 	const uint16_t *h = fuse_whole(g, t);
 	if (!h)
 		return IR_NONE;

@@ -30,9 +30,21 @@ check_source(Graph *g, TensorId id)
 		diag_file(g->model, "verify: weight '%s' has a bad slice", t->name);
 		return false;
 	}
+	/* a weight converted as it loads: f16 or bf16 in the file, f32 here */
+	int64_t bytes = ir_nbytes(t) * parts;
+	if (t->file_dtype != DT_UNDEF) {
+		if (t->data != DATA_FILE || t->dtype != DT_F32 ||
+		    (t->file_dtype != DT_F16 && t->file_dtype != DT_BF16)) {
+			diag_file(g->model, "verify: weight '%s' converts from %s to %s as it loads "
+			    "(only f16 or bf16 file bytes to f32)", t->name, ir_dtype_name(t->file_dtype),
+			    ir_dtype_name(t->dtype));
+			return false;
+		}
+		bytes /= 2;
+	}
 	if (t->data == DATA_NONE ||
 	    (t->data == DATA_FILE && (t->file < 0 || t->file >= g->nfiles || t->offset < 0)) ||
-	    t->length != ir_nbytes(t) * parts) {
+	    t->length != bytes) {
 		diag_file(g->model, "verify: weight '%s' %s has no data of %lld bytes", t->name,
 		    ir_typestr(t, ty), (long long)ir_nbytes(t));
 		return false;

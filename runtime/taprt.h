@@ -201,7 +201,10 @@ void taprt_packs_free(taprt_ctx *cx);
  * [:, q, :]: for block j, full indices [(j*parts+q)*chunk, (j*parts+q+1)*chunk)
  * go to local indices [j*chunk, (j+1)*chunk).  blocks = 1 is a plain
  * contiguous split; blocks = 3 splits a fused [Q|K|V] projection so that
- * each rank gets its part of each of Q, K and V.
+ * each rank gets its part of each of Q, K and V.  file_dtype, when not 0,
+ * is the type the file holds, converted to the tensor's as the weight loads
+ * (TAPRT_F16 or TAPRT_BF16 to TAPRT_F32: a half model's sliced weights,
+ * computed in f32); full_dims and offset are then the file's tensor.
  */
 typedef struct {
 	taprt_tensor *t;                /* the rank's tensor; its dims are the slice's */
@@ -212,6 +215,7 @@ typedef struct {
 	int slice_axis;                 /* -1: the whole tensor */
 	int slice_parts;                /* ranks sharing the axis (the TP degree) */
 	int slice_blocks;               /* >= 1 */
+	int file_dtype;                 /* 0: the tensor's; else converted from it */
 } taprt_weight;
 
 typedef struct {

@@ -16,7 +16,9 @@
  * A sliced weight (tensor parallelism, see taprt_weight in taprt.h) is
  * the part [:, q, :] of its axis viewed as [blocks, parts, chunk], where q
  * is the rank's cx->tp_rank: all ranks of a TP group share one rank program
- * and differ only in q.
+ * and differ only in q.  A weight whose file holds halves and whose tensor
+ * is f32 (file_dtype) is converted as it is copied, exactly (every half is
+ * a float), with half.h's conversions, Cast's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/half.h"
 #include "runtime/internal.h"
 
 typedef struct {
@@ -174,13 +177,36 @@ check_slice(taprt_ctx *cx, int i, const taprt_weight *w, int64_t es, int64_t *ou
 	return 0;
 }
 
+/* n bytes of the file's elements at src to dst: copied, or each half
+ * converted to f32 (conv: the file's TAPRT_F16 or TAPRT_BF16). */
+static void
+put(void *dst, const uint8_t *src, int64_t n, int conv)
+{
+	if (!conv) {
+		memcpy(dst, src, (size_t)n);
+		return;
+	}
+	float *d = dst;
+	for (int64_t k = 0; k < n / 2; k++) {
+		uint16_t h;
+		memcpy(&h, src + 2 * k, 2);
+		d[k] = conv == TAPRT_BF16 ? taprt_bf16_to_float(h) : taprt_half_to_float(h);
+	}
+}
+
 int
 taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 {
 	for (int i = 0; i < rp->nweights; i++) {
 		const taprt_weight *w = &rp->weights[i];
 		taprt_tensor *t = w->t;
-		int64_t es = taprt_dtype_size(t->dtype), full = es, local = es;
+		/* es: bytes an element of the file; grow: the tensor's per file byte */
+		const int conv = w->file_dtype && w->file_dtype != t->dtype ? w->file_dtype : 0;
+		if (conv && !((conv == TAPRT_F16 || conv == TAPRT_BF16) && t->dtype == TAPRT_F32))
+			return taprt_fail(cx, "weight %d: cannot convert file elements of type %d to %d",
+			    i, conv, t->dtype);
+		int64_t es = taprt_dtype_size(conv ? conv : t->dtype), full = es, local = es;
+		const int64_t grow = conv ? 2 : 1;
 		if (w->full_rank < 0 || w->full_rank > TAPRT_MAX_RANK || t->rank < 0 ||
 		    t->rank > TAPRT_MAX_RANK)
 			return taprt_fail(cx, "weight %d: rank %d (tensor rank %d) is out of range",
@@ -200,7 +226,7 @@ taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 				    i, (long long)local, (long long)full);
 			for (int64_t k = 0; k < full; k += WINDOW) {
 				int64_t n = full - k < WINDOW ? full - k : WINDOW;
-				memcpy((uint8_t *)t->data + k, src + k, (size_t)n);
+				put((uint8_t *)t->data + k * grow, src + k, n, conv);
 				drop(w->file, w->offset + k, w->offset + k + n);
 			}
 			continue;
@@ -215,8 +241,8 @@ taprt_load_weights(taprt_ctx *cx, const taprt_rank_program *rp)
 		int64_t seen = 0;               /* bytes of the full tensor read through */
 		for (int64_t o = 0; o < outer && run > 0; o++) {
 			for (int64_t j = 0; j < blocks; j++)
-				memcpy(dst + (o * blocks + j) * run,
-				    src + ((o * blocks + j) * parts + cx->tp_rank) * run, (size_t)run);
+				put(dst + (o * blocks + j) * run * grow,
+				    src + ((o * blocks + j) * parts + cx->tp_rank) * run, run, conv);
 			int64_t upto = (o + 1) * blocks * parts * run;
 			if (upto - seen >= WINDOW || o == outer - 1) {
 				drop(w->file, w->offset + seen, w->offset + upto);

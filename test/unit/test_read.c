@@ -413,6 +413,10 @@ static const struct {
 	    "line 1: data file '..' must be a file name in the IR file's directory, without '/'"},
 	{"graph \"g\" data=\"no such file\"\n",
 	    "line 1: data file 'no such file': No such file or directory"},
+	{"graph \"g\"\n%0 = weight \"w\" f16[4] @m.onnx+0x0 from=f16\n",
+	    "line 2: from= converts f16 or bf16 file bytes to an f32 weight, found 'f16'"},
+	{"graph \"g\"\n%0 = weight \"w\" f32[4] @m.onnx+0x0 from=i8\n",
+	    "line 2: from= converts f16 or bf16 file bytes to an f32 weight, found 'i8'"},
 	{"graph \"g\"\n%0 = weight \"w\" f32[20] @+0x40\n",
 	    "line 2: '@+0x40' without a data file (data= in the header)"},
 	{"graph \"g\n", "line 1: unterminated string"},
@@ -615,9 +619,39 @@ test_data_file(void)
 	ir_free(g);
 }
 
+/* A weight converted as it loads (legalize-half's f32 copy of a sliced
+ * half weight): "from=" reads back, the file range is the halves'. */
+static void
+test_from_dtype(void)
+{
+	static const char text[] =
+	    "graph \"g\" model=\"m.onnx\" opset=17\n"
+	    "  %0 = weight \"w\" f32[2,4] @m.onnx+0x10 slice=1/2 from=bf16\n"
+	    "  %1 = weight \"v\" f32[6] @m.onnx+0x40 from=f16\n"
+	    "  %2 = Add %0, %0 : f32[2,4]\n"
+	    "  output %2 \"y\"\n";
+	roundtrip_text(text, sizeof text - 1);
+	quiet_diags();
+	Graph *g = read_str(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	for (TensorId t = 0; t < g->ntensors; t++) {
+		const Tensor *x = &g->tensors[t];
+		if (!strcmp(x->name, "w")) {
+			CU_ASSERT_EQUAL(x->file_dtype, DT_BF16);
+			CU_ASSERT_EQUAL(x->length, 2 * 8 * 2); /* two parts of 8 halves */
+		}
+		if (!strcmp(x->name, "v")) {
+			CU_ASSERT_EQUAL(x->file_dtype, DT_F16);
+			CU_ASSERT_EQUAL(x->length, 6 * 2);
+		}
+	}
+	ir_free(g);
+}
+
 void
 suite_read(CU_pSuite s)
 {
+	ADD(s, test_from_dtype);
 	ADD(s, test_data_file);
 	ADD(s, test_roundtrip_all_forms);
 	ADD(s, test_read_structure);

@@ -118,10 +118,30 @@ getv(int dtype, const void *p, int64_t i)
 	}
 }
 
+/* A non-negative integer below 2048 (256 for bf16) as a half's bits: exact.
+ * Only weights' files hold halves here (converted to f32 as they load). */
+static uint16_t
+half_bits(int dtype, double v)
+{
+	int n = (int)v, e = 0;
+	if (dtype == TAPRT_BF16) {
+		float f = (float)n;
+		uint32_t u;
+		memcpy(&u, &f, 4);
+		return (uint16_t)(u >> 16);
+	}
+	if (n == 0)
+		return 0;
+	while (n >> (e + 1))
+		e++;
+	return (uint16_t)((e + 15) << 10 | ((n << (10 - e)) & 0x3ff));
+}
+
 static void
 setv(int dtype, void *p, int64_t i, double v)
 {
 	switch (dtype) {
+	case TAPRT_F16: case TAPRT_BF16: ((uint16_t *)p)[i] = half_bits(dtype, v); break;
 	case TAPRT_F32: ((float *)p)[i] = (float)v; break;
 	case TAPRT_F64: ((double *)p)[i] = v; break;
 	case TAPRT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
@@ -639,7 +659,7 @@ test_weights(void)
 {
 	static const int dtypes[] = {TAPRT_F32, TAPRT_I16, TAPRT_F64};
 	static const int tps[] = {1, 2, 4, 3};
-	enum { NW = NSPLITS * 3 * 4 + 1 };
+	enum { NW = NSPLITS * 3 * 4 + NSPLITS * 2 + 1 };
 	WFile wf;
 	wfile_open(&wf);
 	taprt_weight ws[NW];
@@ -658,6 +678,20 @@ test_weights(void)
 				*w->t = rt_tensor(dtypes[di], NULL, g.rank, g.local);
 				gs[nw++] = g;
 			}
+	/* f16 and bf16 in the file, f32 tensors: every split at tp 2, converted
+	 * as they load (legalize-half's sliced half weights) */
+	for (int hi = 0; hi < 2; hi++)
+		for (int si = 0; si < NSPLITS; si++) {
+			int hd = hi ? TAPRT_BF16 : TAPRT_F16;
+			Geom g = geom(&splits[si], 2);
+			taprt_weight *w = &ws[nw];
+			*w = (taprt_weight){NULL, 0, wfile_put(&wf, hd, g.nfull, nw), g.rank, {0}, g.axis,
+				2, splits[si].blocks, hd};
+			memcpy(w->full_dims, g.full, sizeof g.full);
+			w->t = malloc(sizeof *w->t);
+			*w->t = rt_tensor(TAPRT_F32, NULL, g.rank, g.local);
+			gs[nw++] = g;
+		}
 	int64_t whole[2] = {3, 5};
 	ws[nw] = (taprt_weight){NULL, 0, wfile_put(&wf, TAPRT_F32, 15, nw), 2, {3, 5}, -1, 0, 0};
 	ws[nw].t = malloc(sizeof *ws[nw].t);
