@@ -207,7 +207,15 @@ put_node_tables(Emitter *e, NodeId id)
 		    e->g->tensors[n->in[i]].kind == TK_CONST))
 			fixed |= (uint32_t)1 << i;
 	fprintf(f, "static const taprt_node N%d = {", id);
-	ir_esc_c_string(f, n->name);
+	char made[64];
+	const char *name = n->name;
+	bool random = n->op == OP_RandomUniform || n->op == OP_RandomNormal ||
+	    n->op == OP_RandomUniformLike || n->op == OP_RandomNormalLike || n->op == OP_Bernoulli;
+	if (random && !*name) { /* its name keys its stream (k_random.c): one of its own */
+		snprintf(made, sizeof made, "%s#%d", ir_op_name(n->op), id);
+		name = made;
+	}
+	ir_esc_c_string(f, name);
 	fprintf(f, ", %d, %d, %d, %d, I%d, O%d, ", (int)e->g->opset, n->nin, n->nout, n->nattr,
 	    id, id);
 	if (n->nattr)

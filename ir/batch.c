@@ -557,6 +557,10 @@ need(An *a, TensorId t, BPos want, NodeId user)
 		}
 		return;
 	}
+	case OP_RandomUniformLike: case OP_RandomNormalLike: case OP_Bernoulli:
+		/* the input's shape, element for element */
+		need(a, nd->in[0], want, user);
+		return;
 	case OP_Concat: {
 		int64_t ax = ir_attr_int(g, pr, "axis", 0);
 		ax = ax < 0 ? ax + x->rank : ax;
@@ -770,6 +774,9 @@ forward(An *a, NodeId n)
 			set_out(a, n, i, out);
 		break;
 	}
+	case OP_RandomUniformLike: case OP_RandomNormalLike: case OP_Bernoulli:
+		out = p; /* the input's shape; its values do not matter (Bernoulli's: per element) */
+		break;
 	case OP_Trilu: case OP_Det:
 		if (p.axis >= rank - 2)
 			mixes(a, n, "the batch is one of its matrix axes");

@@ -325,6 +325,9 @@ static const struct {
 	[OP_Transpose] = {1, 1, 1, 1}, [OP_Concat] = {1, -1, 1, 1},
 	[OP_Split] = {1, 2, 1, -1}, [OP_Slice] = {1, 5, 1, 1}, [OP_Gather] = {2, 2, 1, 1},
 	[OP_Expand] = {2, 2, 1, 1}, [OP_Tile] = {2, 2, 1, 1}, [OP_Trilu] = {1, 2, 1, 1}, [OP_EyeLike] = {1, 1, 1, 1},
+	[OP_RandomUniform] = {0, 0, 1, 1}, [OP_RandomNormal] = {0, 0, 1, 1},
+	[OP_RandomUniformLike] = {1, 1, 1, 1}, [OP_RandomNormalLike] = {1, 1, 1, 1},
+	[OP_Bernoulli] = {1, 1, 1, 1},
 	[OP_GatherND] = {2, 2, 1, 1},
 	[OP_Pad] = {1, 4, 1, 1},
 	[OP_MatMul] = {2, 2, 1, 1}, [OP_Gemm] = {2, 3, 1, 1}, [OP_Conv] = {2, 3, 1, 1},
@@ -2213,6 +2216,52 @@ infer_window(Graph *g, NodeId n)
 	return set_out(g, n, 0, (DType)dt, &s);
 }
 
+/*
+ * RandomUniform, RandomNormal: `shape`, `dtype` (default f32); the Like
+ * forms: the input's shape, `dtype` or the input's type; Bernoulli: its
+ * probabilities' shape (a float type), `dtype` or theirs (any numeric type
+ * or bool).  The random ones make f16, f32 or f64 (and bf16, which the
+ * Like forms may inherit).
+ */
+static bool
+infer_random(Graph *g, NodeId n)
+{
+	const Node *nd = &g->nodes[n];
+	Shape s = {0, {0}};
+	int64_t dt = DT_F32;
+	if (nd->op == OP_RandomUniform || nd->op == OP_RandomNormal) {
+		const Attr *a = ir_attr(g, n, "shape");
+		if (!a || a->type != ATTR_INTS || a->n > IR_MAX_RANK) {
+			diag_node(g, n, "needs a shape of at most %d dims", IR_MAX_RANK);
+			return false;
+		}
+		s.rank = a->n;
+		for (int i = 0; i < a->n; i++) {
+			if (a->is[i] < 0) {
+				diag_node(g, n, "shape dim %d is %lld", i, (long long)a->is[i]);
+				return false;
+			}
+			s.d[i] = a->is[i];
+		}
+	} else {
+		Tensor *x = in(g, n, 0);
+		if (nd->op == OP_Bernoulli && (!want_opset(g, n, 15) || !want_float(g, n, 0)))
+			return false;
+		s = shape_of(x);
+		dt = x->dtype;
+	}
+	dt = ir_attr_int(g, n, "dtype", dt);
+	bool ok = dt == DT_F32 || dt == DT_F64 || dt == DT_F16 || dt == DT_BF16;
+	if (nd->op == OP_Bernoulli)
+		ok = dt > DT_UNDEF && dt < DT_COUNT && dt != DT_STRING && dt != DT_C64 && dt != DT_C128;
+	if (!ok) {
+		diag_node(g, n, "dtype %lld: tapc makes %s", (long long)dt, nd->op == OP_Bernoulli ?
+		    "numbers or bool" : "f16, bf16, f32 or f64");
+		return false;
+	}
+	return set_out(g, n, 0, (DType)dt, &s);
+}
+
 /* A real ([..., 1]) or complex ([..., 2]) signal of a float type, rank at
  * least lo. */
 static bool
@@ -2978,6 +3027,8 @@ ir_infer_node(Graph *g, NodeId n)
 	case OP_EyeLike: return infer_eyelike(g, n);
 	case OP_Det: return infer_det(g, n);
 	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: return infer_window(g, n);
+	case OP_RandomUniform: case OP_RandomNormal: case OP_RandomUniformLike:
+	case OP_RandomNormalLike: case OP_Bernoulli: return infer_random(g, n);
 	case OP_DFT: return infer_dft(g, n);
 	case OP_STFT: return infer_stft(g, n);
 	case OP_MelWeightMatrix: return infer_melweightmatrix(g, n);

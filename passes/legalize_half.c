@@ -65,7 +65,8 @@
 #include "runtime/half.h"
 
 /* Runs on halves as they are: byte movement (libtaprt copies elements of
- * any size), the comparisons of Max and Min, Mod, and Cast itself.  Every
+ * any size), the comparisons of Max and Min, Mod, Cast itself, and the
+ * random operators (k_random.c rounds each value to its type).  Every
  * other operator computes its outputs' type from its inputs', so that the
  * node retypes to f32 with them; the rest may move bytes too, but run in
  * f32 all the same (a conversion there and back is exact). */
@@ -82,6 +83,8 @@ half_native(const Graph *g, NodeId id)
 	case OP_Pad:             /* constant, edge and reflect copy elements */
 	case OP_ConstantOfShape: /* fills with its value's bytes (its type is the value's) */
 	case OP_EyeLike:         /* writes ones and zeros of its type */
+	case OP_RandomUniform: case OP_RandomNormal: case OP_RandomUniformLike:
+	case OP_RandomNormalLike: case OP_Bernoulli: /* round each value to its type */
 		return true;
 	default:
 		return false;

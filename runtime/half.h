@@ -1,6 +1,6 @@
 /*
  * half.h - the value of an IEEE half's bits and of a bf16's, and a float's
- * bf16, shared by tapc (legalize-half converts half weights at compile
+ * half and bf16, shared by tapc (legalize-half converts half weights at compile
  * time) and libtaprt (Cast, the half kernels) so that both compute the
  * same floats.
  *
@@ -46,6 +46,35 @@ taprt_bf16_to_float(uint16_t h)
 	float f;
 	memcpy(&f, &b, 4);
 	return f;
+}
+
+/* float -> IEEE half, round to nearest even (Cast's; k_random.c's halves) */
+static inline uint16_t
+taprt_float_to_half(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint16_t sign = (uint16_t)(x >> 16 & 0x8000);
+	uint32_t ax = x & 0x7fffffff;
+	if (ax > 0x7f800000)
+		return sign | 0x7e00;                   /* NaN */
+	if (ax >= 0x477ff000)
+		return sign | 0x7c00;                   /* overflows to inf */
+	if (ax < 0x38800000) {                          /* subnormal or zero */
+		if (ax < 0x33000000)
+			return sign;
+		uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+		uint32_t shift = 126 - e;               /* 14..24 */
+		uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+		if (rem > half || (rem == half && (r & 1)))
+			r++;
+		return sign | (uint16_t)r;
+	}
+	uint32_t r = ((ax - 0x38000000) >> 13);
+	uint32_t rem = ax & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (r & 1)))
+		r++;
+	return sign | (uint16_t)r;
 }
 
 static inline uint16_t

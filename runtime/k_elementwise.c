@@ -323,36 +323,6 @@ taprt_op_Clip(taprt_ctx *cx, const taprt_node *n)
 
 /* ------------------------------------------------------------------- Cast */
 
-/* float -> IEEE half, round to nearest even (the other way, and bf16:
- * half.h's) */
-static uint16_t
-float_to_half(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, 4);
-	uint16_t sign = (uint16_t)(x >> 16 & 0x8000);
-	uint32_t ax = x & 0x7fffffff;
-	if (ax > 0x7f800000)
-		return sign | 0x7e00;                   /* NaN */
-	if (ax >= 0x477ff000)
-		return sign | 0x7c00;                   /* overflows to inf */
-	if (ax < 0x38800000) {                          /* subnormal or zero */
-		if (ax < 0x33000000)
-			return sign;
-		uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
-		uint32_t shift = 126 - e;               /* 14..24 */
-		uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-		if (rem > half || (rem == half && (r & 1)))
-			r++;
-		return sign | (uint16_t)r;
-	}
-	uint32_t r = ((ax - 0x38000000) >> 13);
-	uint32_t rem = ax & 0x1fff;
-	if (rem > 0x1000 || (rem == 0x1000 && (r & 1)))
-		r++;
-	return sign | (uint16_t)r;
-}
-
 /* Element i of t as a double / stored from a double (slow paths only). */
 #define LD_CASE(D, T, ...) case D: return (double)((const T *)p)[i];
 static double
@@ -384,7 +354,7 @@ st_f(void *p, int dt, int64_t i, double v)
 	switch (dt) {
 	ALL_TYPES(ST_CASE, _)
 	case TAPRT_F16:
-		((uint16_t *)p)[i] = float_to_half((float)v);
+		((uint16_t *)p)[i] = taprt_float_to_half((float)v);
 		return;
 	case TAPRT_BF16:
 		((uint16_t *)p)[i] = taprt_float_to_bf16((float)v);
@@ -428,7 +398,7 @@ f32_to_f16_avx2(const float *x, uint16_t *y, int64_t n)
 		_mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i),
 		    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 	for (; i < n; i++)
-		y[i] = float_to_half(x[i]);
+		y[i] = taprt_float_to_half(x[i]);
 }
 #endif
 
@@ -456,7 +426,7 @@ half_chunk(const void *x, int xd, void *y, int yd, int64_t n, bool avx2)
 			yf[i] = taprt_half_to_float(xh[i]);
 	else if (yd == TAPRT_F16)
 		for (int64_t i = 0; i < n; i++)
-			yh[i] = float_to_half(xf[i]);
+			yh[i] = taprt_float_to_half(xf[i]);
 	else if (xd == TAPRT_BF16)
 		for (int64_t i = 0; i < n; i++)
 			yf[i] = taprt_bf16_to_float(xh[i]);
@@ -876,8 +846,8 @@ UINT_TYPES(ROW, Fmod, v == 0 ? 0 : u % v)
 			y[i] = (EXPR);                                       \
 		}                                                            \
 	}
-HALF_ROW(row_Fmod_f16, float_to_half(fmodf(u, v)))
-HALF_ROW(row_Mod_f16, float_to_half(fmodf(u, v) != 0 && (fmodf(u, v) < 0) != (v < 0) ?
+HALF_ROW(row_Fmod_f16, taprt_float_to_half(fmodf(u, v)))
+HALF_ROW(row_Mod_f16, taprt_float_to_half(fmodf(u, v) != 0 && (fmodf(u, v) < 0) != (v < 0) ?
     fmodf(u, v) + v : fmodf(u, v)))
 
 void

@@ -244,6 +244,7 @@ rank_main(void *arg)
 		if (i == a->warmup)
 			a->ms = now_ms();
 		cx.step = train ? i + 1 : 0;
+		cx.runs = i;
 		rc = rp->run(&cx);
 		if (cx.pending && taprt_comm_wait(&cx) != 0) /* none left once the step ends */
 			rc = -1;

@@ -181,6 +181,8 @@ typedef struct taprt_ctx {
 	int intra_threads;              /* BLAS threads per rank */
 	int64_t step;                   /* training: the step being run, from 1 (AdamW's
 					 * bias corrections); 0 outside training */
+	int64_t runs;                   /* runs of the program before this one (warm-up
+					 * included): the random operators' stream */
 	struct taprt_pending *pending;  /* started asynchronous all-reduces (k_comm.c) */
 	int micro;                      /* the micro-batch the running step of the
 					 * schedule is for */

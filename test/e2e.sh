@@ -168,6 +168,33 @@ for name in gpt bert cnn resnet mlp; do
 	done
 done
 
+# The random operators (test/e2e/random_ops.py): their outputs' statistics at batch 4 on one
+# rank (and a second run's values new ones), and at batch 8 re-specialized on two
+# data-parallel replicas (each its own draws); test/unit's rt_elementwise has the streams'
+# rules and the distributions at 200,000 elements.
+r="$tmp/random"
+if "$py" test/e2e/random_ops.py gen "$r" 2>"$tmp/err" && "$py" test/e2e/random_ops.py inputs "$r" 8; then
+	for run in "1x1 4 in" "1x2 8 in8 -dp=2"; do
+		set -- $run
+		mesh=$1 b=$2 ins=$3; shift 3
+		what="random operators -mesh $mesh -batch=$b $*"
+		rm -rf "$r/prog" "$r/o1" "$r/o2" && mkdir "$r/o1" "$r/o2"
+		if ! "$TAPC" "$r/model.onnx" -mesh "$mesh" -batch="$b" "$@" -o "$r/prog" 2>"$tmp/err"; then
+			fail "$what: tapc: $(head -1 "$tmp/err")"
+		elif ! make -s -C "$r/prog" >"$tmp/err" 2>&1; then
+			fail "$what: make"; head -5 "$tmp/err"
+		elif "$r/prog/model" --inputs "$r/$ins" --outputs "$r/o1" >"$tmp/log" 2>&1 &&
+		    "$r/prog/model" --inputs "$r/$ins" --outputs "$r/o2" --bench 2 --warmup 0 >>"$tmp/log" 2>&1 &&
+		    "$py" test/e2e/random_ops.py check "$r/o1" "$b" "$r/o2" >>"$tmp/log" 2>&1; then
+			pass "$what"
+		else
+			fail "$what"; cat "$tmp/log"
+		fi
+	done
+else
+	fail "random operators: random_ops.py: $(tail -1 "$tmp/err")"
+fi
+
 # forced FIXTURE MESH SED-SCRIPT: edit the tp= patterns of tp-plan's dump
 forced() {
 	name=$1 mesh=$2 edit=$3

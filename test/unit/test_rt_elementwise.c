@@ -6,6 +6,7 @@
  * both forms, Where, Pow's special cases and mixed types, the variadics.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/internal.h"
@@ -641,9 +642,151 @@ erf_accuracy(void)
 	CU_ASSERT_EQUAL(yv[N - 1], 1.0f);
 }
 
+/*
+ * The random operators (k_random.c) against their distributions, 200,000
+ * elements each: RandomNormal's mean, deviation and mass within one
+ * deviation (0.6827), RandomUniform's range and ten equal bins, Bernoulli's
+ * frequencies; then the streams: the same context gives the same values,
+ * another run, micro-batch, replica or seed other ones, another rank of
+ * the tensor-parallel group the same ones.
+ */
+enum { RN = 200000 };
+
+static void
+random_run(kernel *op, taprt_ctx *cx, taprt_tensor *x, taprt_tensor *y, const taprt_attr *at,
+    int nat)
+{
+	taprt_tensor *in[] = {x}, *out[] = {y};
+	taprt_node nd = rt_node(in, x ? 1 : 0, out, 1, at, nat);
+	nd.name = "rnd";
+	nd.opset = 15;
+	op(cx, &nd);
+	CU_ASSERT_STRING_EQUAL(cx->error, "");
+}
+
+static int
+same_count(const float *a, const float *b, int n)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		k += a[i] == b[i];
+	return k;
+}
+
+static void
+random_ops(void)
+{
+	float *a = malloc(sizeof *a * RN), *b = malloc(sizeof *b * RN);
+	double *d = malloc(sizeof *d * RN);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a && b && d);
+	taprt_ctx cx;
+	memset(&cx, 0, sizeof cx);
+	int64_t dims[1] = {RN};
+	taprt_tensor ya = rt_tensor(TAPRT_F32, a, 1, dims);
+	taprt_tensor yd = rt_tensor(TAPRT_F64, d, 1, dims);
+
+	/* normal, mean 1 and scale 2: 5 standard errors and more */
+	const taprt_attr norm[] = {{.name = "mean", .type = TAPRT_ATTR_FLOAT, .f = 1},
+		{.name = "scale", .type = TAPRT_ATTR_FLOAT, .f = 2}};
+	random_run(taprt_op_RandomNormal, &cx, NULL, &ya, norm, 2);
+	double sum = 0, sq = 0;
+	int inside = 0;
+	for (int i = 0; i < RN; i++) {
+		sum += a[i];
+		sq += (a[i] - 1.0) * (a[i] - 1.0);
+		inside += fabs(a[i] - 1.0) < 2.0;
+	}
+	double mean = sum / RN, sd = sqrt(sq / RN);
+	CU_ASSERT_TRUE(fabs(mean - 1) < 0.025);
+	CU_ASSERT_TRUE(fabs(sd - 2) < 0.02);
+	CU_ASSERT_TRUE(fabs((double)inside / RN - 0.6827) < 0.006);
+	if (fabs(mean - 1) >= 0.025 || fabs(sd - 2) >= 0.02)
+		fprintf(stderr, "\nnormal: mean %g sd %g within %g\n", mean, sd, (double)inside / RN);
+
+	/* uniform on [-1, 3), f64 */
+	const taprt_attr uni[] = {{.name = "high", .type = TAPRT_ATTR_FLOAT, .f = 3},
+		{.name = "low", .type = TAPRT_ATTR_FLOAT, .f = -1}};
+	random_run(taprt_op_RandomUniform, &cx, NULL, &yd, uni, 2);
+	int bins[10] = {0}, out = 0;
+	for (int i = 0; i < RN; i++) {
+		out += !(d[i] >= -1 && d[i] < 3);
+		int k = (int)((d[i] + 1) / 0.4);
+		bins[k < 0 ? 0 : k > 9 ? 9 : k]++;
+	}
+	CU_ASSERT_EQUAL(out, 0);
+	for (int k = 0; k < 10; k++)
+		CU_ASSERT_TRUE(fabs((double)bins[k] / RN - 0.1) < 0.005);
+
+	/* f16 uniform on [0, 1): never 1 */
+	uint16_t *h = malloc(sizeof *h * RN);
+	taprt_tensor yh = rt_tensor(TAPRT_F16, h, 1, dims);
+	random_run(taprt_op_RandomUniform, &cx, NULL, &yh, NULL, 0);
+	int ones = 0;
+	for (int i = 0; i < RN; i++)
+		ones += h[i] >= 0x3c00;
+	CU_ASSERT_EQUAL(ones, 0);
+	free(h);
+
+	/* Bernoulli: p = 0, 0.25, 0.5, 1 in quarters, into bool */
+	float *p = malloc(sizeof *p * RN);
+	uint8_t *bo = malloc(RN);
+	for (int i = 0; i < RN; i++)
+		p[i] = (float)(i / (RN / 4)) * 0.25f + (i >= 3 * RN / 4 ? 0.25f : 0);
+	taprt_tensor pt = rt_tensor(TAPRT_F32, p, 1, dims), yo = rt_tensor(TAPRT_BOOL, bo, 1, dims);
+	random_run(taprt_op_Bernoulli, &cx, &pt, &yo, NULL, 0);
+	int cnt[4] = {0};
+	for (int i = 0; i < RN; i++)
+		cnt[i / (RN / 4)] += bo[i];
+	CU_ASSERT_EQUAL(cnt[0], 0);
+	CU_ASSERT_TRUE(fabs((double)cnt[1] / (RN / 4) - 0.25) < 0.01);
+	CU_ASSERT_TRUE(fabs((double)cnt[2] / (RN / 4) - 0.5) < 0.01);
+	CU_ASSERT_EQUAL(cnt[3], RN / 4);
+	free(p);
+	free(bo);
+
+	/* the streams, RandomUniformLike of ya's shape */
+	taprt_tensor xl = rt_tensor(TAPRT_F32, b, 1, dims);
+	float *c = malloc(sizeof *c * RN);
+	taprt_tensor yc = rt_tensor(TAPRT_F32, c, 1, dims);
+	random_run(taprt_op_RandomUniformLike, &cx, &xl, &ya, NULL, 0);
+	random_run(taprt_op_RandomUniformLike, &cx, &xl, &yc, NULL, 0);
+	CU_ASSERT_EQUAL(same_count(a, c, RN), RN); /* the same context: the same values */
+	taprt_ctx other = cx;
+	other.tp_rank = 1;
+	random_run(taprt_op_RandomUniformLike, &other, &xl, &yc, NULL, 0);
+	CU_ASSERT_EQUAL(same_count(a, c, RN), RN); /* TP ranks agree */
+	for (int k = 0; k < 4; k++) {
+		other = cx;
+		if (k == 0)
+			other.runs = 1;
+		else if (k == 1)
+			other.micro = 1;
+		else if (k == 2)
+			other.dp_rank = 1;
+		else
+			setenv("TAPRT_SEED", "12345", 1);
+		random_run(taprt_op_RandomUniformLike, &other, &xl, &yc, NULL, 0);
+		unsetenv("TAPRT_SEED");
+		CU_ASSERT_TRUE(same_count(a, c, RN) < RN / 1000);
+	}
+	/* a seed attribute decides, whatever TAPRT_SEED says */
+	const taprt_attr seed[] = {{.name = "seed", .type = TAPRT_ATTR_FLOAT, .f = 3}};
+	random_run(taprt_op_RandomUniformLike, &cx, &xl, &yc, seed, 1);
+	CU_ASSERT_TRUE(same_count(a, c, RN) < RN / 1000);
+	setenv("TAPRT_SEED", "12345", 1);
+	random_run(taprt_op_RandomUniformLike, &cx, &xl, &ya, seed, 1);
+	unsetenv("TAPRT_SEED");
+	CU_ASSERT_EQUAL(same_count(a, c, RN), RN);
+	free(a);
+	free(b);
+	free(c);
+	free(d);
+}
+
 void
 suite_rt_elementwise(CU_pSuite s)
 {
+	ADD(s, random_ops);
 	ADD(s, erf_accuracy);
 	ADD(s, broadcast_shapes);
 	ADD(s, broadcast_long);
