@@ -254,6 +254,11 @@ taprt_getf(const taprt_tensor *t, int64_t i)
 	return t->dtype == TAPRT_F64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
 }
 
+/* Element i of a tensor of any numeric type, f16, bf16 or bool, as a double
+ * and stored from one (a cast, as Cast's: k_elementwise.c); slow paths. */
+double taprt_get_any(const taprt_tensor *t, int64_t i);
+void taprt_set_any(taprt_tensor *t, int64_t i, double v);
+
 static inline void
 taprt_setf(taprt_tensor *t, int64_t i, double v)
 {

@@ -362,6 +362,19 @@ st_f(void *p, int dt, int64_t i, double v)
 	}
 }
 
+/* The same for other kernels' slow paths (internal.h). */
+double
+taprt_get_any(const taprt_tensor *t, int64_t i)
+{
+	return ld_f(t->data, t->dtype, i);
+}
+
+void
+taprt_set_any(taprt_tensor *t, int64_t i, double v)
+{
+	st_f(t->data, t->dtype, i, v);
+}
+
 #define STI_CASE(D, T, ...) case D: ((T *)p)[i] = (T)v; return;
 static void
 st_i(void *p, int dt, int64_t i, int64_t v)

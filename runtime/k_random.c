@@ -4,7 +4,8 @@
  * stream.
  *
  * Needs: internal.h (the node and tensor types, taprt_fail,
- * taprt_bad_dtype, TAPRT_PAR) and half.h.
+ * taprt_bad_dtype, TAPRT_PAR, taprt_get_any and taprt_set_any: each
+ * value stored with Cast's conversion, halves rounded to nearest even).
  *
  * Element i of a node's output is a function of (seed, the node's name, the
  * run, the micro-batch, the data-parallel replica, i) alone: SplitMix64's
@@ -23,14 +24,13 @@
  * output type's significand has (24 for f32, 53 f64, 11 f16, 8 bf16),
  * scaled to [low, high).  Normal: Box-Muller on two 32-bit halves
  * of the word, u1 in (0, 1].  Bernoulli: 1 where u < p.  f16 and bf16
- * outputs are rounded from the f32 value (half.h); Bernoulli reads half
+ * outputs are rounded as Cast rounds them; Bernoulli reads half
  * probabilities and writes any numeric type or bool.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/half.h"
 #include "runtime/internal.h"
 
 static uint64_t
@@ -99,40 +99,6 @@ normal(uint64_t w)
 	return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
 }
 
-/* Store v as element i of t (any numeric type, bool: nonzero). */
-static void
-put(taprt_tensor *t, int64_t i, double v)
-{
-	void *p = t->data;
-	switch (t->dtype) {
-	case TAPRT_F32: ((float *)p)[i] = (float)v; break;
-	case TAPRT_F64: ((double *)p)[i] = v; break;
-	case TAPRT_F16: ((uint16_t *)p)[i] = taprt_float_to_half((float)v); break;
-	case TAPRT_BF16: ((uint16_t *)p)[i] = taprt_float_to_bf16((float)v); break;
-	case TAPRT_I8: ((int8_t *)p)[i] = (int8_t)v; break;
-	case TAPRT_U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-	case TAPRT_I16: ((int16_t *)p)[i] = (int16_t)v; break;
-	case TAPRT_U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-	case TAPRT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-	case TAPRT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-	case TAPRT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-	case TAPRT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
-	case TAPRT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-	}
-}
-
-/* Element i of a float tensor (f32, f64, f16, bf16). */
-static double
-get(const taprt_tensor *t, int64_t i)
-{
-	switch (t->dtype) {
-	case TAPRT_F64: return ((const double *)t->data)[i];
-	case TAPRT_F16: return taprt_half_to_float(((const uint16_t *)t->data)[i]);
-	case TAPRT_BF16: return taprt_bf16_to_float(((const uint16_t *)t->data)[i]);
-	default: return ((const float *)t->data)[i];
-	}
-}
-
 static bool
 float_type(int dt)
 {
@@ -156,7 +122,7 @@ fill(taprt_ctx *cx, const taprt_node *n, const char *op, bool gauss)
 	#pragma omp parallel for if (TAPRT_PAR(count * 8)) schedule(static)
 	for (int64_t i = 0; i < count; i++) {
 		uint64_t w = word(key, i);
-		put(y, i, gauss ? a + b * normal(w) : a + (b - a) * unit(w, bits));
+		taprt_set_any(y, i, gauss ? a + b * normal(w) : a + (b - a) * unit(w, bits));
 	}
 }
 
@@ -198,5 +164,5 @@ taprt_op_Bernoulli(taprt_ctx *cx, const taprt_node *n)
 	const int64_t count = y->numel;
 	#pragma omp parallel for if (TAPRT_PAR(count * 4)) schedule(static)
 	for (int64_t i = 0; i < count; i++)
-		put(y, i, unit(word(key, i), bits) < get(p, i) ? 1 : 0);
+		taprt_set_any(y, i, unit(word(key, i), bits) < taprt_get_any(p, i) ? 1 : 0);
 }
